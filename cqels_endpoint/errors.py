@@ -1,0 +1,119 @@
+"""The exception tree of cqels-endpoint: one root, a few shallow branches.
+
+Syntax and semantic errors in query text are Python ``SyntaxError``s (as in pyoxigraph and the
+Python parser itself) so that tools which already know how to show a ``SyntaxError`` with a caret
+work unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class CqelsError(Exception):
+    """Root of every error the engine raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a source text: 0-based character offsets, 1-based lines and columns.
+
+    ``end_line``/``end_column`` point one past the last character, like Python's ``end_offset``.
+    """
+
+    start: int
+    end: int
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def at(cls, text: str, start: int, end: int | None = None) -> Span:
+        """The span of ``text[start:end]`` with its line and column numbers computed."""
+        end = start if end is None else end
+        line, column = _line_column(text, start)
+        end_line, end_column = _line_column(text, end)
+        return cls(start, end, line, column, end_line, end_column)
+
+    def cover(self, other: Span | None) -> Span:
+        """The smallest span holding both ``self`` and ``other``."""
+        if other is None:
+            return self
+        first = self if self.start <= other.start else other
+        last = self if self.end >= other.end else other
+        return Span(first.start, last.end, first.line, first.column, last.end_line, last.end_column)
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    offset = max(0, min(offset, len(text)))
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+class QuerySyntaxError(CqelsError, SyntaxError):
+    """A query or update that does not parse, or breaks a SPARQL 1.1 / CQELS static rule.
+
+    Carries ``lineno``, ``offset``, ``end_lineno``, ``end_offset`` (1-based, as ``SyntaxError``),
+    ``text`` (the offending line) and ``span``; ``str()`` quotes the line with a caret.
+    """
+
+    def __init__(self, message: str, source: str, span: Span):
+        self.message = message
+        self.source = source
+        self.span = span
+        lines = source.splitlines() or [""]
+        line_text = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
+        end_column = span.end_column if span.end_line == span.line else len(line_text) + 1
+        SyntaxError.__init__(
+            self,
+            message,
+            ("<query>", span.line, span.column, line_text, span.end_line, end_column),
+        )
+        self.msg = message
+
+    @classmethod
+    def at(cls, message: str, source: str, start: int, end: int | None = None) -> QuerySyntaxError:
+        """An error located at ``source[start:end]``."""
+        return cls(message, source, Span.at(source, start, end))
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
+    def __str__(self) -> str:
+        line_text = (self.text or "").rstrip("\n")
+        width = 1
+        if self.span.end_line == self.span.line and self.span.end_column > self.span.column:
+            width = self.span.end_column - self.span.column
+        caret = " " * (self.span.column - 1) + "^" * width
+        return f"{self.message} (line {self.span.line}, column {self.span.column})\n  {line_text}\n  {caret}"
+
+    def to_json(self) -> dict:
+        """The ``{"error", "line", "column"}`` body the HTTP layer returns."""
+        return {"error": str(self), "line": self.span.line, "column": self.span.column}
+
+
+class PlanError(CqelsError):
+    """A query that parses but cannot be compiled into a plan (an unsupported construct)."""
+
+
+class OperatorError(CqelsError):
+    """A runtime failure inside an operator; the message names the operator and its query line."""
+
+
+class StoreError(CqelsError):
+    """A failure of the static store (bad RDF, unknown graph, I/O)."""
+
+
+class EndpointError(CqelsError):
+    """An HTTP-level error carrying its status code."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status

@@ -1,0 +1,1 @@
+"""The static store: every access to pyoxigraph (named graphs, change events, bulk load)."""
