@@ -1,1 +1,5 @@
 """cqels-endpoint: a SPARQL 1.1 endpoint with continuous CQELS queries over RDF streams."""
+
+from cqels_endpoint.query.parser import parse_query, parse_update
+
+__all__ = ["parse_query", "parse_update"]

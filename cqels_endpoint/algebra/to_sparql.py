@@ -1,0 +1,244 @@
+"""Algebra → SPARQL 1.1 text that any SPARQL engine evaluates to the same solutions.
+
+The recompute mode of the engine (DESIGN §4, the oracle) evaluates a continuous query on
+pyoxigraph with each window's contents stored as a named graph: ``to_sparql(query, window_graph)``
+writes every ``StreamPattern`` as ``GRAPH <window graph> { … }``. The tests use it without streams
+to check that the optimizer passes preserve results.
+
+Each algebra node becomes group-pattern text whose §18.2 translation is that node again:
+``Join(A, B)`` is ``{A} {B}``, ``LeftJoin(A, B, e)`` is ``{A} OPTIONAL {{B} FILTER(e)}``,
+``Extend`` a ``BIND`` after a nested group, ``Group`` its own sub-select projecting its named keys
+and aggregates, ``Project``/``Distinct``/``OrderBy``/``Slice`` a sub-select (the top ones the query's
+own clauses). Internal variables get legal names (``?.0`` → ``?__agg0``, ``??P0`` → ``?__pathP0``), and
+blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a blank node *is* an
+existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
+one triples block was split into. IRIs are written in full; no prologue is needed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.errors import PlanError
+from cqels_endpoint.query import ast
+from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
+
+WindowGraph = Callable[[n.StreamPattern], IRI]
+
+_VARNAME = re.compile(r"[A-Za-z0-9_]+")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def to_sparql(query: n.AlgebraQuery, window_graph: WindowGraph | None = None) -> str:
+    """SPARQL text for ``query``; ``window_graph`` names the graph holding a stream pattern's window.
+
+    Without ``window_graph`` a query with stream patterns raises ``PlanError``.
+    """
+    return _Writer(window_graph).query(query)
+
+
+class _Writer:
+    def __init__(self, window_graph: WindowGraph | None):
+        self.window_graph = window_graph
+
+    # ------------------------------------------------------------------ terms and expressions
+
+    def var(self, var: Var) -> str:
+        if _VARNAME.fullmatch(var.name):
+            return f"?{var.name}"
+        if var.name.startswith("."):
+            return f"?__agg{_safe(var.name[1:])}"
+        return f"?__path{_safe(var.name[1:])}"
+
+    def term(self, term: object, in_pattern: bool = True) -> str:
+        match term:
+            case Var():
+                return self.var(term)
+            case IRI(value):
+                return f"<{value}>"
+            case Literal(value, datatype, language):
+                text = '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
+                if language is not None:
+                    return f"{text}@{language}"
+                return f"{text}^^<{datatype}>" if datatype is not None else text
+            case BlankNode(label):
+                return f"?__bnode_{_safe(label)}" if in_pattern else f"_:{_safe(label)}"
+            case None:
+                return "UNDEF"
+        raise TypeError(f"not an RDF term or variable: {term!r}")
+
+    def expr(self, e: object) -> str:
+        match e:
+            case Var() | IRI() | Literal():
+                return self.term(e)
+            case ast.BinaryOp(op, left, right):
+                return f"({self.expr(left)} {op} {self.expr(right)})"
+            case ast.UnaryOp(op, operand):
+                return f"({op}{self.expr(operand)})"
+            case ast.In(inner, values, negated):
+                keyword = "NOT IN" if negated else "IN"
+                return f"({self.expr(inner)} {keyword} ({', '.join(self.expr(v) for v in values)}))"
+            case ast.BuiltinCall(name, args):
+                return f"{name}({', '.join(self.expr(a) for a in args)})"
+            case ast.FunctionCall(iri, args, distinct):
+                prefix = "DISTINCT " if distinct else ""
+                return f"{self.term(iri)}({prefix}{', '.join(self.expr(a) for a in args)})"
+            case n.Exists(pattern, negated):
+                return f"{'NOT EXISTS' if negated else 'EXISTS'} {{ {self.group(pattern)} }}"
+            case ast.Aggregate(name, inner, distinct, separator):
+                argument = "*" if inner is None else self.expr(inner)
+                if distinct:
+                    argument = "DISTINCT " + argument
+                if separator is not None:
+                    argument += f" ; SEPARATOR={self.term(Literal(separator))}"
+                return f"{name}({argument})"
+        raise TypeError(f"not an algebra expression: {e!r}")
+
+    def path(self, p: object) -> str:
+        match p:
+            case IRI() | Var():
+                return self.term(p)
+            case ast.PathInverse(inner):
+                return f"^({self.path(inner)})"
+            case ast.PathSequence(parts):
+                return "(" + " / ".join(self.path(x) for x in parts) + ")"
+            case ast.PathAlternative(parts):
+                return "(" + " | ".join(self.path(x) for x in parts) + ")"
+            case ast.PathMod(inner, modifier):
+                return f"({self.path(inner)}){modifier}"
+            case ast.PathNegatedSet(iris, inverse_iris):
+                members = [self.term(i) for i in iris] + [f"^{self.term(i)}" for i in inverse_iris]
+                return "!(" + " | ".join(members) + ")"
+        raise TypeError(f"not a property path: {p!r}")
+
+    def triples(self, triples: tuple[ast.TriplePattern, ...], in_pattern: bool = True) -> str:
+        return " ".join(
+            f"{self.term(t.subject, in_pattern)} {self.term(t.predicate)} {self.term(t.object, in_pattern)} ."
+            for t in triples
+        )
+
+    # ------------------------------------------------------------------ patterns
+
+    def group(self, pattern: n.Pattern) -> str:
+        """The inside of a ``{ … }`` whose translation is ``pattern``."""
+        match pattern:
+            case n.BGP(triples):
+                return self.triples(triples)
+            case n.Path(subject, path, obj):
+                return f"{self.term(subject)} {self.path(path)} {self.term(obj)} ."
+            case n.Join(operands):
+                return " ".join(f"{{ {self.group(o)} }}" for o in operands)
+            case n.LeftJoin(left, right, exprs):
+                condition = "".join(f" FILTER ({self.expr(e)})" for e in exprs)
+                return f"{{ {self.group(left)} }} OPTIONAL {{ {{ {self.group(right)} }}{condition} }}"
+            case n.Filter(exprs, inner):
+                return f"{{ {self.group(inner)} }}" + "".join(f" FILTER ({self.expr(e)})" for e in exprs)
+            case n.Union(left, right):
+                return f"{{ {self.group(left)} }} UNION {{ {self.group(right)} }}"
+            case n.Graph(name, inner):
+                return f"GRAPH {self.term(name)} {{ {self.group(inner)} }}"
+            case n.Extend(var, expr, inner):
+                return f"{{ {self.group(inner)} }} BIND ({self.expr(expr)} AS {self.var(var)})"
+            case n.Minus(left, right):
+                return f"{{ {self.group(left)} }} MINUS {{ {self.group(right)} }}"
+            case n.Table(variables, rows):
+                names = " ".join(self.var(v) for v in variables)
+                body = " ".join("(" + " ".join(self.term(x) for x in row) + ")" for row in rows)
+                return f"VALUES ({names}) {{ {body} }}"
+            case n.Service(name, inner, silent):
+                return f"SERVICE {'SILENT ' if silent else ''}{self.term(name)} {{ {self.group(inner)} }}"
+            case n.StreamPattern(triples=triples):
+                if self.window_graph is None:
+                    msg = "a stream pattern has no SPARQL form without a graph holding its window"
+                    raise PlanError(msg)
+                return f"GRAPH {self.term(self.window_graph(pattern))} {{ {self.triples(triples)} }}"
+            case n.StaticPattern(pattern=inner):
+                return self.group(inner)
+            case n.Group():
+                return f"{{ {self.group_select(pattern)} }}"
+            case n.Project() | n.Distinct() | n.Reduced() | n.OrderBy() | n.Slice():
+                return f"{{ {self.select(pattern)} }}"
+        raise TypeError(f"not an algebra pattern: {pattern!r}")
+
+    def group_select(self, group: n.Group) -> str:
+        """A ``Group`` as a sub-select projecting its named keys and its aggregates."""
+        projection = []
+        for var, expr in group.keys:
+            if var is None:
+                continue
+            projection.append(self.var(var) if var == expr else f"({self.expr(expr)} AS {self.var(var)})")
+        projection += [f"({self.expr(aggregate)} AS {self.var(var)})" for var, aggregate in group.aggregates]
+        if not projection:
+            msg = "a GROUP BY without named keys or aggregates has no SPARQL sub-select form"
+            raise PlanError(msg)
+        keys = []
+        for var, expr in group.keys:
+            if var is None:
+                keys.append(f"({self.expr(expr)})")
+            elif var == expr:
+                keys.append(self.var(var))
+            else:
+                keys.append(f"({self.expr(expr)} AS {self.var(var)})")
+        group_by = f" GROUP BY {' '.join(keys)}" if keys else ""
+        return f"SELECT {' '.join(projection)} WHERE {{ {self.group(group.input)} }}{group_by}"
+
+    def _modifiers(self, pattern: n.Pattern) -> tuple[str, n.Pattern, str]:
+        """Peels Slice, Distinct/Reduced, Project and OrderBy off ``pattern`` (in the order the
+        translation stacks them): the SELECT head, the WHERE pattern, the trailing modifiers."""
+        limit = ""
+        if isinstance(pattern, n.Slice):
+            limit = (f" LIMIT {pattern.length}" if pattern.length is not None else "") + (
+                f" OFFSET {pattern.start}" if pattern.start else ""
+            )
+            pattern = pattern.input
+        keyword = ""
+        if isinstance(pattern, (n.Distinct, n.Reduced)):
+            keyword = "DISTINCT " if isinstance(pattern, n.Distinct) else "REDUCED "
+            pattern = pattern.input
+        head = "*"
+        if isinstance(pattern, n.Project):
+            if pattern.vars:
+                head = " ".join(self.var(v) for v in pattern.vars)
+            pattern = pattern.input
+        order = ""
+        if isinstance(pattern, n.OrderBy):
+            keys = [f"DESC({self.expr(c.expr)})" if c.descending else f"ASC({self.expr(c.expr)})" for c in pattern.conditions]
+            order = " ORDER BY " + " ".join(keys)
+            pattern = pattern.input
+        return keyword + head, pattern, order + limit
+
+    def select(self, pattern: n.Pattern) -> str:
+        head, where, tail = self._modifiers(pattern)
+        return f"SELECT {head} WHERE {{ {self.group(where)} }}{tail}"
+
+    # ------------------------------------------------------------------ the query
+
+    def query(self, query: n.AlgebraQuery) -> str:
+        datasets = "".join(
+            f" FROM {'NAMED ' if d.named else ''}{self.term(d.iri)}"
+            for d in query.datasets
+            if isinstance(d, ast.DatasetClause)
+        )
+        match query.form:
+            case "SELECT":
+                head, where, tail = self._modifiers(query.pattern)
+                return f"SELECT {head}{datasets} WHERE {{ {self.group(where)} }}{tail}"
+            case "CONSTRUCT":
+                _, where, tail = self._modifiers(query.pattern)
+                template = self.triples(query.template, in_pattern=False)
+                return f"CONSTRUCT {{ {template} }}{datasets} WHERE {{ {self.group(where)} }}{tail}"
+            case "ASK":
+                _, where, tail = self._modifiers(query.pattern)
+                return f"ASK{datasets} WHERE {{ {self.group(where)} }}{tail}"
+            case "DESCRIBE":
+                _, where, tail = self._modifiers(query.pattern)
+                targets = " ".join(self.term(t) for t in query.describe) or "*"
+                return f"DESCRIBE {targets}{datasets} WHERE {{ {self.group(where)} }}{tail}"
+        raise TypeError(f"not a query form: {query.form!r}")
+
+
+def _safe(label: str) -> str:
+    """A label as the tail of a variable name: other characters become ``_`` plus their code point."""
+    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"_{ord(c):x}_" for c in label)

@@ -1,0 +1,431 @@
+"""AST → algebra: the translation of SPARQL 1.1 spec §18.2, extended with stream windows.
+
+``to_algebra(query)`` follows the spec step by step:
+
+- §18.2.2.4–5 property paths and basic graph patterns: ``:p`` and ``^:p`` become triples, a
+  sequence becomes triples joined by fresh internal variables (``??P0``), anything else a ``Path``;
+  adjacent triples form one BGP. Triples blocks separated only by FILTERs are one BGP (FILTERs are
+  moved to the end of the group anyway, and the W3C suite lets a blank-node label cross a FILTER).
+- §18.2.2.6 group graph patterns, elements in order: OPTIONAL → ``LeftJoin`` (a top-level FILTER
+  of the optional group becomes its condition), MINUS → ``Minus``, BIND → ``Extend``, anything
+  else is joined; the group's FILTERs wrap the result; ``Join(Z, A)`` simplifies to ``A`` (§18.2.2.8).
+- §18.2.4–5 a query level: grouping and aggregation (one ``Group`` node binding ``?.N`` for each
+  distinct aggregate), HAVING, trailing VALUES, SELECT expressions (``Extend``), ORDER BY,
+  projection (SELECT only; ``SELECT *`` projects the in-scope non-internal variables), DISTINCT or
+  REDUCED, and OFFSET/LIMIT (``Slice``). The spec's ``ToList``/``ToMultiSet`` are identities here
+  and are not represented.
+
+Streams:
+
+- a ``STREAM`` block becomes one ``StreamPattern``; it ignores any enclosing ``GRAPH``;
+- inside an RSP-QL ``WINDOW <w> { … }`` every BGP becomes a ``StreamPattern`` over the window that
+  ``FROM NAMED WINDOW <w> ON <s> [...]`` declares; ``WINDOW ?w { P }`` is the union, over the
+  declared windows in declaration order, of ``P`` on that window joined with ``?w`` bound to its
+  name (as ``GRAPH ?g`` ranges over the named graphs);
+- with ``FROM STREAM <s> [...]`` the window is the default graph, so the BGPs outside ``GRAPH``
+  (sub-selects and EXISTS included) become ``StreamPattern``s over it. Only one ``FROM STREAM``
+  is accepted, and not together with ``FROM <g>``: the default graph would be the *merge* of the
+  windows (or of a window and a static graph), where one triple pattern matches in several
+  sources and duplicates across them collapse, which no window operator computes. The error
+  suggests ``STREAM`` blocks, which say per pattern which stream it reads.
+
+Errors are ``QuerySyntaxError``s located at the offending clause (``PlanError`` for a hand-built
+AST without source text).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.variables import in_scope
+from cqels_endpoint.errors import PlanError, QuerySyntaxError
+from cqels_endpoint.query import ast
+from cqels_endpoint.query.windows import WindowConfig
+from cqels_endpoint.terms import IRI, Node, Var
+
+
+def to_algebra(query: ast.Query) -> n.AlgebraQuery:
+    """The algebra of a parsed query (spec §18.2 plus stream nodes)."""
+    return _Translator(query).translate()
+
+
+@dataclass(frozen=True)
+class _StreamSource:
+    """Where the BGPs of the current scope match when they do not match the static store."""
+
+    stream: IRI
+    window: WindowConfig
+    window_name: IRI | None = None
+
+
+def _is_empty(pattern: n.Pattern) -> bool:
+    return isinstance(pattern, n.BGP) and not pattern.triples
+
+
+def _join(left: n.Pattern, right: n.Pattern, span=None) -> n.Pattern:
+    """``Join(left, right)`` with the simplification of §18.2.2.8: Z is the identity of join."""
+    if _is_empty(left):
+        return right
+    if _is_empty(right):
+        return left
+    return n.Join((left, right), span=span)
+
+
+class _Translator:
+    def __init__(self, query: ast.Query):
+        self.query = query
+        self.source = query.text
+        self._path_vars = itertools.count()
+        self._aggregate_vars = itertools.count()
+        self.named_windows: dict[IRI, ast.NamedWindow] = {}
+
+    # ------------------------------------------------------------------ errors
+
+    def _fail(self, message: str, node: Node | None) -> None:
+        if node is not None and node.span is not None and self.source:
+            raise QuerySyntaxError(message, self.source, node.span)
+        raise PlanError(message)
+
+    # ------------------------------------------------------------------ the query
+
+    def translate(self) -> n.AlgebraQuery:
+        form = self.query.form
+        default_source = self._dataset(form.datasets)
+        where = form.where if form.where is not None else ast.GroupGraphPattern(())
+        pattern = self._group(where, default_source)
+        projection = form.projection if isinstance(form, ast.SelectQuery) else None
+        pattern = self._query_level(form, pattern, projection, default_source)
+        common = {
+            "datasets": form.datasets,
+            "register": self.query.register,
+            "prefixes": self.query.prologue.prefixes,
+            "source": self.source,
+            "span": self.query.span,
+        }
+        match form:
+            case ast.SelectQuery():
+                return n.AlgebraQuery("SELECT", pattern, **common)
+            case ast.ConstructQuery(template=template):
+                return n.AlgebraQuery("CONSTRUCT", pattern, template=template, **common)
+            case ast.AskQuery():
+                return n.AlgebraQuery("ASK", pattern, **common)
+            case ast.DescribeQuery(targets=targets):
+                # DESCRIBE * describes every variable the WHERE clause can bind.
+                described = targets or tuple(v for v in in_scope(pattern) if not n.is_internal(v))
+                return n.AlgebraQuery("DESCRIBE", pattern, describe=described, **common)
+        raise TypeError(f"not a query form: {form!r}")
+
+    def _dataset(self, datasets: tuple[ast.Dataset, ...]) -> _StreamSource | None:
+        """Checks the dataset clauses; returns the window that is the default graph, if any."""
+        stream_defaults = [d for d in datasets if isinstance(d, ast.StreamDataset)]
+        static_defaults = [d for d in datasets if isinstance(d, ast.DatasetClause) and not d.named]
+        for window in (d for d in datasets if isinstance(d, ast.NamedWindow)):
+            if window.name in self.named_windows:
+                self._fail(f"window {window.name} is declared twice; give each FROM NAMED WINDOW its own name", window)
+            self.named_windows[window.name] = window
+        if not stream_defaults:
+            return None
+        if len(stream_defaults) > 1:
+            self._fail(
+                "only one FROM STREAM is supported: several would make the default graph the merge "
+                "of their windows; read each stream in its own STREAM <s> [window] { … } block",
+                stream_defaults[1],
+            )
+        if static_defaults:
+            self._fail(
+                "FROM STREAM makes the stream window the default graph, so it cannot be combined with "
+                "FROM <graph>; use FROM NAMED <graph> and a GRAPH <graph> { … } block for the static data",
+                static_defaults[0],
+            )
+        (dataset,) = stream_defaults
+        return _StreamSource(dataset.stream, dataset.window)
+
+    def _query_level(
+        self,
+        form: ast.QueryForm,
+        pattern: n.Pattern,
+        projection: tuple[Var | ast.ProjectionExpression, ...] | None,
+        source: _StreamSource | None,
+    ) -> n.Pattern:
+        """§18.2.4 and §18.2.5: aggregation, HAVING, VALUES, SELECT expressions, modifiers."""
+        modifiers = form.modifiers
+        select_expressions = [p for p in projection or () if isinstance(p, ast.ProjectionExpression)]
+        aggregates: dict[ast.Aggregate, Var] = {}
+        has_aggregates = any(
+            isinstance(x, ast.Aggregate)
+            for x in _expression_nodes(
+                [p.expr for p in select_expressions]
+                + list(modifiers.having)
+                + [c.expr for c in modifiers.order_by]
+            )
+        )
+
+        # Aggregates are numbered in the order of §18.2.4.1: SELECT, then HAVING, then ORDER BY.
+        def lifted(expr: ast.Expression) -> n.Expression:
+            return self._expr(expr, source, aggregates)
+
+        extends = [(p.var, lifted(p.expr), p) for p in select_expressions]
+        having = tuple(lifted(h) for h in modifiers.having)
+        order = tuple(
+            ast.OrderCondition(lifted(c.expr), c.descending, span=c.span) for c in modifiers.order_by
+        )
+
+        if modifiers.group_by or has_aggregates:
+            keys = tuple(self._group_key(condition, source) for condition in modifiers.group_by)
+            group_aggregates = tuple((var, aggregate) for aggregate, var in aggregates.items())
+            pattern = n.Group(keys, group_aggregates, pattern, span=n.cover(modifiers.group_by) or form.span)
+        if having:
+            pattern = n.Filter(having, pattern, span=n.cover(modifiers.having))
+        if form.values is not None:
+            pattern = _join(pattern, self._table(form.values), span=form.values.span)
+        for var, expr, item in extends:
+            pattern = n.Extend(var, expr, pattern, span=item.span)
+        if order:
+            pattern = n.OrderBy(order, pattern, span=n.cover(modifiers.order_by))
+        if projection is not None:
+            if projection:
+                variables = tuple(p if isinstance(p, Var) else p.var for p in projection)
+            else:
+                variables = tuple(v for v in in_scope(pattern) if not n.is_internal(v))
+            pattern = n.Project(variables, pattern, span=form.span)
+            if form.distinct:
+                pattern = n.Distinct(pattern, span=form.span)
+            elif form.reduced:
+                pattern = n.Reduced(pattern, span=form.span)
+        if modifiers.limit is not None or modifiers.offset is not None:
+            pattern = n.Slice(modifiers.offset or 0, modifiers.limit, pattern, span=modifiers.span)
+        return pattern
+
+    def _group_key(self, condition: ast.GroupCondition, source: _StreamSource | None) -> tuple[Var | None, n.Expression]:
+        expr = self._expr(condition.expr, source)
+        if condition.var is not None:
+            return condition.var, expr
+        if isinstance(expr, Var):
+            return expr, expr
+        return None, expr
+
+    # ------------------------------------------------------------------ group graph patterns
+
+    def _group(self, group: ast.GroupGraphPattern, source: _StreamSource | None) -> n.Pattern:
+        """§18.2.2.6: the elements of ``{ … }`` in order, FILTERs applied at the end."""
+        result: n.Pattern = n.EMPTY
+        filters: list[ast.Filter] = []
+        pending: list[ast.TriplePattern] = []
+
+        def flush() -> None:
+            nonlocal result
+            if pending:
+                result = _join(result, self._triples(tuple(pending), source))
+                pending.clear()
+
+        for element in group.elements:
+            if isinstance(element, ast.TriplesBlock):
+                pending.extend(element.triples)
+                continue
+            if isinstance(element, ast.Filter):
+                filters.append(element)
+                continue
+            flush()
+            match element:
+                case ast.OptionalPattern(pattern=inner):
+                    optional = self._group(inner, source)
+                    # Only the optional group's own FILTERs become the condition: a Filter that
+                    # surfaced from a nested group by the Join(Z, A) simplification keeps its scope.
+                    own_filters = any(isinstance(e, ast.Filter) for e in inner.elements)
+                    if own_filters and isinstance(optional, n.Filter):
+                        result = n.LeftJoin(result, optional.input, optional.exprs, span=element.span)
+                    else:
+                        result = n.LeftJoin(result, optional, span=element.span)
+                case ast.MinusPattern(pattern=inner):
+                    result = n.Minus(result, self._group(inner, source), span=element.span)
+                case ast.Bind(expr, var):
+                    result = n.Extend(var, self._expr(expr, source), result, span=element.span)
+                case _:
+                    result = _join(result, self._element(element, source), span=element.span)
+        flush()
+        if filters:
+            exprs = tuple(self._expr(f.constraint, source) for f in filters)
+            result = n.Filter(exprs, result, span=n.cover(filters))
+        return result
+
+    def _element(self, element: ast.GroupElement, source: _StreamSource | None) -> n.Pattern:
+        """The translation of a group element that is joined into its group."""
+        match element:
+            case ast.GroupGraphPattern():
+                return self._group(element, source)
+            case ast.UnionPattern(alternatives):
+                result = self._group(alternatives[0], source)
+                for alternative in alternatives[1:]:
+                    result = n.Union(result, self._group(alternative, source), span=element.span)
+                return result
+            case ast.GraphPattern(name, inner):
+                # Inside GRAPH the BGPs match the static named graphs, even under FROM STREAM.
+                return n.Graph(name, self._group(inner, None), span=element.span)
+            case ast.ServicePattern(name, inner, silent):
+                return n.Service(name, self._group(inner, None), silent, span=element.span)
+            case ast.InlineData():
+                return self._table(element)
+            case ast.SubSelect(query):
+                inner = self._group(query.where, source)
+                return self._query_level(query, inner, query.projection, source)
+            case ast.StreamPattern(stream, window, triples):
+                return n.StreamPattern(stream, window, triples, span=element.span)
+            case ast.WindowPattern(name, inner):
+                return self._window(element, name, inner)
+        raise TypeError(f"not a group element: {element!r}")
+
+    def _window(self, element: ast.WindowPattern, name: IRI | Var, inner: ast.GroupGraphPattern) -> n.Pattern:
+        if isinstance(name, IRI):
+            declared = self.named_windows.get(name)
+            if declared is None:
+                self._fail(
+                    f"window {name} is not declared; add FROM NAMED WINDOW {name} ON <stream> [RANGE …] "
+                    "to the query",
+                    name if name.span is not None else element,
+                )
+            source = _StreamSource(declared.stream, declared.window, declared.name)
+            return self._group(inner, source)
+        if not self.named_windows:
+            self._fail("WINDOW ?var ranges over the declared windows, but the query declares none", element)
+        result: n.Pattern | None = None
+        for declared in self.named_windows.values():
+            source = _StreamSource(declared.stream, declared.window, declared.name)
+            binding = n.Table((name,), ((declared.name,),), span=element.span)
+            branch = _join(self._group(inner, source), binding, span=element.span)
+            result = branch if result is None else n.Union(result, branch, span=element.span)
+        return result
+
+    def _table(self, data: ast.InlineData) -> n.Table:
+        return n.Table(data.vars, data.rows, span=data.span)
+
+    # ------------------------------------------------------------------ triples and paths
+
+    def _triples(self, triples: tuple[ast.TriplePattern, ...], source: _StreamSource | None) -> n.Pattern:
+        """§18.2.2.4–5: paths to triples or ``Path`` nodes, adjacent triples into one BGP."""
+        items: list[ast.TriplePattern | n.Path] = []
+        for triple in triples:
+            items.extend(self._path(triple.subject, triple.predicate, triple.object, triple))
+        if source is not None:
+            # Sequences and inverses are triples in disguise; real paths (*, +, ?, |, !) would need
+            # the transitive closure of a window, which no stream operator computes.
+            for item in items:
+                if isinstance(item, n.Path):
+                    self._fail(
+                        "property paths with *, +, ?, | or ! cannot be matched against a stream window; "
+                        "spell the path out as triple patterns with intermediate variables",
+                        item.path if item.path.span is not None else item,
+                    )
+            return n.StreamPattern(source.stream, source.window, tuple(items), source.window_name, span=n.cover(triples))
+        result: n.Pattern = n.EMPTY
+        run: list[ast.TriplePattern] = []
+        for item in items:
+            if isinstance(item, ast.TriplePattern):
+                run.append(item)
+                continue
+            if run:
+                result = _join(result, n.BGP(tuple(run), span=n.cover(run)))
+                run = []
+            result = _join(result, item)
+        if run:
+            result = _join(result, n.BGP(tuple(run), span=n.cover(run)))
+        return result
+
+    def _path(self, subject, predicate, obj, origin: ast.TriplePattern) -> list[ast.TriplePattern | n.Path]:
+        path = _normalise_path(predicate)
+        match path:
+            case IRI() | Var():
+                return [ast.TriplePattern(subject, path, obj, span=origin.span)]
+            case ast.PathInverse(path=IRI() as iri):
+                return [ast.TriplePattern(obj, iri, subject, span=origin.span)]
+            case ast.PathSequence(parts):
+                out: list[ast.TriplePattern | n.Path] = []
+                current = subject
+                for part in parts[:-1]:
+                    link = Var(f"?P{next(self._path_vars)}")
+                    out.extend(self._path(current, part, link, origin))
+                    current = link
+                out.extend(self._path(current, parts[-1], obj, origin))
+                return out
+        return [n.Path(subject, path, obj, span=origin.span)]
+
+    # ------------------------------------------------------------------ expressions
+
+    def _expr(
+        self,
+        expr: ast.Expression,
+        source: _StreamSource | None,
+        aggregates: dict[ast.Aggregate, Var] | None = None,
+    ) -> n.Expression:
+        """An AST expression in the algebra: EXISTS patterns translated, aggregates named.
+
+        With ``aggregates`` given (SELECT expressions, HAVING, ORDER BY of a query level) each
+        aggregate is replaced by its internal variable, equal aggregates sharing one.
+        """
+
+        def convert(e):
+            match e:
+                case ast.Exists(pattern, negated):
+                    return n.Exists(self._group(pattern, source), negated, span=e.span)
+                case ast.Aggregate(name, inner, distinct, separator):
+                    if aggregates is None:
+                        self._fail(f"aggregate {name} is only allowed in SELECT, HAVING and ORDER BY", e)
+                    translated = ast.Aggregate(
+                        name, None if inner is None else convert(inner), distinct, separator, span=e.span
+                    )
+                    if translated not in aggregates:
+                        aggregates[translated] = Var(f".{next(self._aggregate_vars)}", span=e.span)
+                    return aggregates[translated]
+                case ast.BinaryOp(op, left, right):
+                    return ast.BinaryOp(op, convert(left), convert(right), span=e.span)
+                case ast.UnaryOp(op, operand):
+                    return ast.UnaryOp(op, convert(operand), span=e.span)
+                case ast.In(inner, values, negated):
+                    return ast.In(convert(inner), tuple(convert(v) for v in values), negated, span=e.span)
+                case ast.BuiltinCall(name, args):
+                    return ast.BuiltinCall(name, tuple(convert(a) for a in args), span=e.span)
+                case ast.FunctionCall(iri, args, distinct):
+                    return ast.FunctionCall(iri, tuple(convert(a) for a in args), distinct, span=e.span)
+            return e
+
+        return convert(expr)
+
+
+def _expression_nodes(exprs: list[ast.Expression]):
+    """Every node of the expressions, not descending into EXISTS (its aggregates are its own)."""
+    stack = list(exprs)
+    while stack:
+        e = stack.pop()
+        yield e
+        match e:
+            case ast.BinaryOp(_, left, right):
+                stack += [left, right]
+            case ast.UnaryOp(_, operand):
+                stack.append(operand)
+            case ast.In(inner, values):
+                stack += [inner, *values]
+            case ast.BuiltinCall(_, args) | ast.FunctionCall(_, args):
+                stack += list(args)
+            case ast.Aggregate(_, inner) if inner is not None:
+                stack.append(inner)
+
+
+def _normalise_path(path: ast.Path | Var) -> ast.Path | Var:
+    """The path algebra of §18.2.2.4: negated sets keep forward IRIs only, inverses wrap them."""
+    match path:
+        case ast.PathNegatedSet(iris, inverse_iris) if inverse_iris:
+            inverse = ast.PathInverse(ast.PathNegatedSet(inverse_iris, span=path.span), span=path.span)
+            if not iris:
+                return inverse
+            forward = ast.PathNegatedSet(iris, span=path.span)
+            return ast.PathAlternative((forward, inverse), span=path.span)
+        case ast.PathInverse(inner):
+            return ast.PathInverse(_normalise_path(inner), span=path.span)
+        case ast.PathSequence(parts):
+            return ast.PathSequence(tuple(_normalise_path(p) for p in parts), span=path.span)
+        case ast.PathAlternative(parts):
+            return ast.PathAlternative(tuple(_normalise_path(p) for p in parts), span=path.span)
+        case ast.PathMod(inner, modifier):
+            return ast.PathMod(_normalise_path(inner), modifier, span=path.span)
+    return path
