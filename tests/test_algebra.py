@@ -143,18 +143,6 @@ def test_from_stream_turns_default_graph_bgps_into_stream_patterns():
     ("text", "message", "line", "column"),
     [
         (
-            f"PREFIX : <{EX}>\nSELECT * FROM STREAM :a [RANGE 1m]\nFROM STREAM :b [RANGE 1m]\nWHERE {{ ?s :p ?o }}",
-            "only one FROM STREAM is supported",
-            3,
-            1,
-        ),
-        (
-            f"PREFIX : <{EX}>\nSELECT * FROM STREAM :a [RANGE 1m] FROM :g\nWHERE {{ ?s :p ?o }}",
-            "cannot be combined with FROM <graph>",
-            2,
-            36,
-        ),
-        (
             f"PREFIX : <{EX}>\nSELECT * FROM NAMED WINDOW :w ON :s [RANGE PT1M]\nWHERE {{ WINDOW :v {{ ?s :p ?o }} }}",
             "window <http://example.org/v> is not declared",
             3,
@@ -167,9 +155,9 @@ def test_from_stream_turns_default_graph_bgps_into_stream_patterns():
             12,
         ),
     ],
-    ids=["two-from-stream", "from-stream-and-from", "undeclared-window", "path-over-window"],
+    ids=["undeclared-window", "path-over-window"],
 )
-def test_stream_dataset_errors_point_at_the_clause(text, message, line, column):
+def test_window_errors_point_at_the_offending_part(text, message, line, column):
     with pytest.raises(QuerySyntaxError) as caught:
         algebra(text)
     assert message in caught.value.message
@@ -187,11 +175,27 @@ def test_sequence_paths_over_a_window_are_spelled_out_as_triples():
 
 
 def test_errors_of_a_hand_built_query_without_text_are_plan_errors():
-    stream = ast.StreamDataset(IRI(EX + "s"), NowWindow())
-    where = ast.GroupGraphPattern((ast.TriplesBlock((ast.TriplePattern(Var("s"), IRI(EX + "p"), Var("o")),)),))
-    query = ast.Query(ast.SelectQuery((), where, datasets=(stream, stream)))
-    with pytest.raises(PlanError, match="only one FROM STREAM"):
+    triple = ast.TriplePattern(Var("s"), IRI(EX + "p"), Var("o"))
+    window = ast.WindowPattern(IRI(EX + "w"), ast.GroupGraphPattern((ast.TriplesBlock((triple,)),)))
+    query = ast.Query(ast.SelectQuery((), ast.GroupGraphPattern((window,))))
+    with pytest.raises(PlanError, match="window <http://example.org/w> is not declared"):
         to_algebra(query)
+
+
+def test_several_stream_windows_and_static_data_merge_into_the_default_graph():
+    query = algebra(
+        f"PREFIX : <{EX}> SELECT * FROM STREAM :a [RANGE 1m] FROM STREAM :b [NOW] FROM :g WHERE {{ ?x :p ?y }}"
+    )
+    triple = ast.TriplePattern(Var("x"), IRI(EX + "p"), Var("y"))
+    assert query.pattern.input == n.Distinct(
+        n.Union(
+            n.Union(
+                n.StreamPattern(IRI(EX + "a"), RangeWindow(60_000), (triple,)),
+                n.StreamPattern(IRI(EX + "b"), NowWindow(), (triple,)),
+            ),
+            n.BGP((triple,)),
+        )
+    )
 
 
 def test_aggregates_outside_select_having_and_order_by_are_rejected():
@@ -223,6 +227,8 @@ def test_certainly_bound_variables():
     assert certainly_bound(n.Table((Var("p"), Var("q")), ((IRI(EX), None), (IRI(EX), IRI(EX))))) == {Var("p")}
     assert certainly_bound(n.Project((Var("y"), Var("w")), a)) == {Var("y")}
     assert certainly_bound(n.Group(((Var("x"), Var("x")),), (), a)) == frozenset()
+    assert certainly_bound(n.Service(IRI(EX), a)) == {Var("x"), Var("y")}
+    assert certainly_bound(n.Service(IRI(EX), a, silent=True)) == frozenset()  # failure: one empty solution
 
 
 # --------------------------------------------------------------------------- printer

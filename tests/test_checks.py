@@ -393,7 +393,10 @@ def test_construct_where_allows_only_triples() -> None:
 def test_error_without_any_span_points_at_the_start() -> None:
     query = ast.Query(
         form=ast.SelectQuery(
-            projection=(ast.ProjectionExpression(Literal("1"), Var("x")), ast.ProjectionExpression(Literal("2"), Var("x"))),
+            projection=(
+                ast.ProjectionExpression(Literal("1"), Var("x")),
+                ast.ProjectionExpression(Literal("2"), Var("x")),
+            ),
             where=ast.GroupGraphPattern(),
         ),
         text="SELECT (1 AS ?x) (2 AS ?x) {}",
@@ -471,7 +474,9 @@ NEGATIVE_MANIFESTS = [
 ]
 SEMANTIC_TESTS = [
     t
-    for t in w3c_tests_of_type(NEGATIVE_MANIFESTS, "NegativeSyntaxTest", "NegativeSyntaxTest11", "NegativeUpdateSyntaxTest11")
+    for t in w3c_tests_of_type(
+        NEGATIVE_MANIFESTS, "NegativeSyntaxTest", "NegativeSyntaxTest11", "NegativeUpdateSyntaxTest11"
+    )
     if t.id in SEMANTIC_NEGATIVE_TESTS
 ]
 

@@ -1,4 +1,4 @@
-"""``cqels explain``: as a console script (subprocess), from a file and from standard input."""
+"""``cqels explain``: the console script (in a subprocess) on a file and on standard input; exit codes."""
 
 from __future__ import annotations
 
@@ -15,11 +15,14 @@ EXAMPLES = Path(__file__).parent.parent / "examples" / "queries"
 Q4 = EXAMPLES / "conference-q4-editors.rq"
 
 
+CQELS = Path(sys.executable).with_name("cqels")  # the console script installed beside the interpreter
+
+
 def run(*args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m cqels_endpoint.cli`` (the console script's entry point) with a clean CQELS_* environment."""
+    """The ``cqels`` console script with a clean CQELS_* environment."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CQELS_")}
     return subprocess.run(
-        [sys.executable, "-m", "cqels_endpoint.cli", *args],
+        [str(CQELS), *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -88,11 +91,11 @@ def test_a_query_error_prints_the_caret_message_and_exits_2():
 
 
 def test_a_plan_error_of_the_translation_exits_2_too():
-    text = "SELECT * FROM STREAM <http://e/a> [RANGE 1m]\nFROM STREAM <http://e/b> [RANGE 1m] WHERE { ?s ?p ?o }"
+    text = "SELECT * FROM NAMED WINDOW <http://e/w> ON <http://e/s> [RANGE PT1M]\nWHERE { WINDOW <http://e/v> { ?s ?p ?o } }"
     result = run("explain", "-", stdin=text)
     assert result.returncode == 2
-    assert "only one FROM STREAM is supported" in result.stderr
-    assert "(line 2, column 1)" in result.stderr
+    assert "window <http://e/v> is not declared" in result.stderr
+    assert "(line 2, column 16)" in result.stderr
 
 
 def test_an_unreadable_file_exits_2(tmp_path):

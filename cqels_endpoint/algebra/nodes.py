@@ -279,8 +279,9 @@ class AlgebraQuery(Node):
 
     ``template`` is the CONSTRUCT template; ``describe`` the DESCRIBE targets (``DESCRIBE *``
     already expanded to the in-scope variables); ``datasets`` the dataset clauses as parsed
-    (FROM, FROM NAMED, FROM STREAM, FROM NAMED WINDOW). ``prefixes`` (for printing) and ``source``
-    (for error messages) do not take part in equality.
+    (FROM, FROM NAMED, FROM STREAM, FROM NAMED WINDOW); ``base`` the BASE declaration, which the
+    ``IRI()`` function resolves against. ``prefixes`` (for printing) and ``source`` (for error
+    messages) do not take part in equality.
     """
 
     form: TypingLiteral["SELECT", "CONSTRUCT", "ASK", "DESCRIBE"]
@@ -289,6 +290,7 @@ class AlgebraQuery(Node):
     describe: tuple[Var | IRI, ...] = ()
     datasets: tuple[ast.Dataset, ...] = ()
     register: ast.Register | None = None
+    base: str | None = None
     prefixes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False, repr=False)
 

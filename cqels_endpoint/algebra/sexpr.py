@@ -8,7 +8,8 @@
         (join
           (stream <http://deri.org/streams/rfid> [RANGE 30s SLIDE 5s] (triple ?person lv:detectedAt ?loc))
           (static (?loc)
-            (graph <http://deri.org/floorplan/> (bgp (triple ?loc lv:name ?name)))))))
+            (graph lv:
+              (bgp (triple ?loc lv:name ?name)))))))
 
 Layout rule: a pattern puts each sub-pattern on its own line, indented two spaces; everything else
 (expressions, variable lists, a BGP of one triple) stays on the line of its head unless it holds a
@@ -209,6 +210,8 @@ class Printer:
                 return self.query(node)
             case n.BGP(triples):
                 return self.triples(["bgp"], triples)
+            case ast.TriplePattern():
+                return self.triple(node)
             case n.Path(subject, path, obj):
                 return _List(["path", self.term(subject), self.path(path), self.term(obj)])
             case n.Join(operands):
@@ -298,6 +301,8 @@ class Printer:
         if self.prefixes:
             declared = [_List([f"{prefix}:", f"<{namespace}>"]) for prefix, namespace in self.prefixes.items()]
             items.append(_List(["prefix", *declared], block_from=1 if len(declared) > 1 else None))
+        if query.base is not None:
+            items.append(_List(["base", f"<{query.base}>"]))
         if query.register is not None:
             name = query.register.name
             items.append(_List(["register", query.register.kind, self.iri(name) if isinstance(name, IRI) else name]))

@@ -12,7 +12,7 @@ and aggregates, ``Project``/``Distinct``/``OrderBy``/``Slice`` a sub-select (the
 own clauses). Internal variables get legal names (``?.0`` → ``?__agg0``, ``??P0`` → ``?__pathP0``), and
 blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a blank node *is* an
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
-one triples block was split into. IRIs are written in full; no prologue is needed.
+one triples block was split into. IRIs are written in full; the prologue is only the query's BASE (which ``IRI()`` resolves against).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.visit import walk
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
 
 WindowGraph = Callable[[n.StreamPattern], IRI]
@@ -164,11 +165,8 @@ class _Writer:
 
     def group_select(self, group: n.Group) -> str:
         """A ``Group`` as a sub-select projecting its named keys and its aggregates."""
-        projection = []
-        for var, expr in group.keys:
-            if var is None:
-                continue
-            projection.append(self.var(var) if var == expr else f"({self.expr(expr)} AS {self.var(var)})")
+        # A named key is bound by GROUP BY (expr AS ?v) itself: the projection just names it.
+        projection = [self.var(var) for var, _ in group.keys if var is not None]
         projection += [f"({self.expr(aggregate)} AS {self.var(var)})" for var, aggregate in group.aggregates]
         if not projection:
             msg = "a GROUP BY without named keys or aggregates has no SPARQL sub-select form"
@@ -216,11 +214,15 @@ class _Writer:
     # ------------------------------------------------------------------ the query
 
     def query(self, query: n.AlgebraQuery) -> str:
-        datasets = "".join(
-            f" FROM {'NAMED ' if d.named else ''}{self.term(d.iri)}"
-            for d in query.datasets
-            if isinstance(d, ast.DatasetClause)
-        )
+        return (f"BASE <{query.base}> " if query.base is not None else "") + self._query(query)
+
+    def _query(self, query: n.AlgebraQuery) -> str:
+        clauses = [d for d in query.datasets if isinstance(d, ast.DatasetClause)]
+        datasets = "".join(f" FROM {'NAMED ' if d.named else ''}{self.term(d.iri)}" for d in clauses)
+        if clauses and self.window_graph is not None:
+            # A dataset clause replaces the whole dataset: the window graphs must be named in it.
+            windows = {self.window_graph(x) for x in walk(query.pattern) if isinstance(x, n.StreamPattern)}
+            datasets += "".join(f" FROM NAMED {self.term(g)}" for g in sorted(windows, key=lambda g: g.value))
         match query.form:
             case "SELECT":
                 head, where, tail = self._modifiers(query.pattern)

@@ -23,11 +23,12 @@ Streams:
   declared windows in declaration order, of ``P`` on that window joined with ``?w`` bound to its
   name (as ``GRAPH ?g`` ranges over the named graphs);
 - with ``FROM STREAM <s> [...]`` the window is the default graph, so the BGPs outside ``GRAPH``
-  (sub-selects and EXISTS included) become ``StreamPattern``s over it. Only one ``FROM STREAM``
-  is accepted, and not together with ``FROM <g>``: the default graph would be the *merge* of the
-  windows (or of a window and a static graph), where one triple pattern matches in several
-  sources and duplicates across them collapse, which no window operator computes. The error
-  suggests ``STREAM`` blocks, which say per pattern which stream it reads.
+  (sub-selects and EXISTS included) become ``StreamPattern``s over it. With several
+  ``FROM STREAM`` clauses, or with ``FROM <g>`` beside them, the default graph is the RDF merge of
+  the windows (and of the static default graph): each triple pattern then matches the set union of
+  its matches in every part, ``Distinct(Union(stream₁, stream₂, …, bgp))``, and the triple patterns
+  are joined (a triple present in two windows matches once, as in the merged graph). Property
+  paths other than sequences and inverses cannot be matched against windows and are rejected.
 
 Errors are ``QuerySyntaxError``s located at the offending clause (``PlanError`` for a hand-built
 AST without source text).
@@ -43,7 +44,7 @@ from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError, QuerySyntaxError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.windows import WindowConfig
-from cqels_endpoint.terms import IRI, Node, Var
+from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
 
 def to_algebra(query: ast.Query) -> n.AlgebraQuery:
@@ -52,12 +53,19 @@ def to_algebra(query: ast.Query) -> n.AlgebraQuery:
 
 
 @dataclass(frozen=True)
-class _StreamSource:
-    """Where the BGPs of the current scope match when they do not match the static store."""
-
+class _Window:
     stream: IRI
     window: WindowConfig
     window_name: IRI | None = None
+
+
+@dataclass(frozen=True)
+class _DefaultGraph:
+    """What the BGPs of a scope match when it is not the static store alone (``None``): the merge
+    of stream windows and, with ``static``, the static default graph."""
+
+    windows: tuple[_Window, ...]
+    static: bool = False
 
 
 def _is_empty(pattern: n.Pattern) -> bool:
@@ -100,6 +108,7 @@ class _Translator:
         common = {
             "datasets": form.datasets,
             "register": self.query.register,
+            "base": self.query.prologue.base,
             "prefixes": self.query.prologue.prefixes,
             "source": self.source,
             "span": self.query.span,
@@ -117,8 +126,8 @@ class _Translator:
                 return n.AlgebraQuery("DESCRIBE", pattern, describe=described, **common)
         raise TypeError(f"not a query form: {form!r}")
 
-    def _dataset(self, datasets: tuple[ast.Dataset, ...]) -> _StreamSource | None:
-        """Checks the dataset clauses; returns the window that is the default graph, if any."""
+    def _dataset(self, datasets: tuple[ast.Dataset, ...]) -> _DefaultGraph | None:
+        """Checks the dataset clauses; returns what the default graph is made of, if not only static."""
         stream_defaults = [d for d in datasets if isinstance(d, ast.StreamDataset)]
         static_defaults = [d for d in datasets if isinstance(d, ast.DatasetClause) and not d.named]
         for window in (d for d in datasets if isinstance(d, ast.NamedWindow)):
@@ -127,27 +136,15 @@ class _Translator:
             self.named_windows[window.name] = window
         if not stream_defaults:
             return None
-        if len(stream_defaults) > 1:
-            self._fail(
-                "only one FROM STREAM is supported: several would make the default graph the merge "
-                "of their windows; read each stream in its own STREAM <s> [window] { … } block",
-                stream_defaults[1],
-            )
-        if static_defaults:
-            self._fail(
-                "FROM STREAM makes the stream window the default graph, so it cannot be combined with "
-                "FROM <graph>; use FROM NAMED <graph> and a GRAPH <graph> { … } block for the static data",
-                static_defaults[0],
-            )
-        (dataset,) = stream_defaults
-        return _StreamSource(dataset.stream, dataset.window)
+        windows = tuple(_Window(d.stream, d.window) for d in stream_defaults)
+        return _DefaultGraph(windows, static=bool(static_defaults))
 
     def _query_level(
         self,
         form: ast.QueryForm,
         pattern: n.Pattern,
         projection: tuple[Var | ast.ProjectionExpression, ...] | None,
-        source: _StreamSource | None,
+        source: _DefaultGraph | None,
     ) -> n.Pattern:
         """§18.2.4 and §18.2.5: aggregation, HAVING, VALUES, SELECT expressions, modifiers."""
         modifiers = form.modifiers
@@ -198,7 +195,7 @@ class _Translator:
             pattern = n.Slice(modifiers.offset or 0, modifiers.limit, pattern, span=modifiers.span)
         return pattern
 
-    def _group_key(self, condition: ast.GroupCondition, source: _StreamSource | None) -> tuple[Var | None, n.Expression]:
+    def _group_key(self, condition: ast.GroupCondition, source: _DefaultGraph | None) -> tuple[Var | None, n.Expression]:
         expr = self._expr(condition.expr, source)
         if condition.var is not None:
             return condition.var, expr
@@ -208,7 +205,7 @@ class _Translator:
 
     # ------------------------------------------------------------------ group graph patterns
 
-    def _group(self, group: ast.GroupGraphPattern, source: _StreamSource | None) -> n.Pattern:
+    def _group(self, group: ast.GroupGraphPattern, source: _DefaultGraph | None) -> n.Pattern:
         """§18.2.2.6: the elements of ``{ … }`` in order, FILTERs applied at the end."""
         result: n.Pattern = n.EMPTY
         filters: list[ast.Filter] = []
@@ -250,7 +247,7 @@ class _Translator:
             result = n.Filter(exprs, result, span=n.cover(filters))
         return result
 
-    def _element(self, element: ast.GroupElement, source: _StreamSource | None) -> n.Pattern:
+    def _element(self, element: ast.GroupElement, source: _DefaultGraph | None) -> n.Pattern:
         """The translation of a group element that is joined into its group."""
         match element:
             case ast.GroupGraphPattern():
@@ -285,13 +282,13 @@ class _Translator:
                     "to the query",
                     name if name.span is not None else element,
                 )
-            source = _StreamSource(declared.stream, declared.window, declared.name)
+            source = _DefaultGraph((_Window(declared.stream, declared.window, declared.name),))
             return self._group(inner, source)
         if not self.named_windows:
             self._fail("WINDOW ?var ranges over the declared windows, but the query declares none", element)
         result: n.Pattern | None = None
         for declared in self.named_windows.values():
-            source = _StreamSource(declared.stream, declared.window, declared.name)
+            source = _DefaultGraph((_Window(declared.stream, declared.window, declared.name),))
             binding = n.Table((name,), ((declared.name,),), span=element.span)
             branch = _join(self._group(inner, source), binding, span=element.span)
             result = branch if result is None else n.Union(result, branch, span=element.span)
@@ -302,7 +299,7 @@ class _Translator:
 
     # ------------------------------------------------------------------ triples and paths
 
-    def _triples(self, triples: tuple[ast.TriplePattern, ...], source: _StreamSource | None) -> n.Pattern:
+    def _triples(self, triples: tuple[ast.TriplePattern, ...], source: _DefaultGraph | None) -> n.Pattern:
         """§18.2.2.4–5: paths to triples or ``Path`` nodes, adjacent triples into one BGP."""
         items: list[ast.TriplePattern | n.Path] = []
         for triple in triples:
@@ -317,7 +314,7 @@ class _Translator:
                         "spell the path out as triple patterns with intermediate variables",
                         item.path if item.path.span is not None else item,
                     )
-            return n.StreamPattern(source.stream, source.window, tuple(items), source.window_name, span=n.cover(triples))
+            return self._merged(tuple(items), source)
         result: n.Pattern = n.EMPTY
         run: list[ast.TriplePattern] = []
         for item in items:
@@ -330,6 +327,32 @@ class _Translator:
             result = _join(result, item)
         if run:
             result = _join(result, n.BGP(tuple(run), span=n.cover(run)))
+        return result
+
+    def _merged(self, triples: tuple[ast.TriplePattern, ...], source: _DefaultGraph) -> n.Pattern:
+        """Triples matched in a default graph that is the merge of windows (and static data).
+
+        One window alone is one ``StreamPattern``. Otherwise each triple pattern matches the
+        *set* union of the parts: ``Distinct(Union(…))`` of its matches in each window (and in
+        the static store), and the triple patterns are joined.
+        """
+        if len(source.windows) == 1 and not source.static:
+            (window,) = source.windows
+            return n.StreamPattern(window.stream, window.window, triples, window.window_name, span=n.cover(triples))
+        # Split apart, the triples can no longer share a blank node (scoped to one BGP): it
+        # becomes the internal variable it stands for.
+        triples = tuple(_blank_nodes_as_variables(t) for t in triples)
+        result: n.Pattern = n.EMPTY
+        for triple in triples:
+            parts: list[n.Pattern] = [
+                n.StreamPattern(w.stream, w.window, (triple,), w.window_name, span=triple.span) for w in source.windows
+            ]
+            if source.static:
+                parts.append(n.BGP((triple,), span=triple.span))
+            merged = parts[0]
+            for part in parts[1:]:
+                merged = n.Union(merged, part, span=triple.span)
+            result = _join(result, n.Distinct(merged, span=triple.span), span=triple.span)
         return result
 
     def _path(self, subject, predicate, obj, origin: ast.TriplePattern) -> list[ast.TriplePattern | n.Path]:
@@ -355,7 +378,7 @@ class _Translator:
     def _expr(
         self,
         expr: ast.Expression,
-        source: _StreamSource | None,
+        source: _DefaultGraph | None,
         aggregates: dict[ast.Aggregate, Var] | None = None,
     ) -> n.Expression:
         """An AST expression in the algebra: EXISTS patterns translated, aggregates named.
@@ -409,6 +432,13 @@ def _expression_nodes(exprs: list[ast.Expression]):
                 stack += list(args)
             case ast.Aggregate(_, inner) if inner is not None:
                 stack.append(inner)
+
+
+def _blank_nodes_as_variables(triple: ast.TriplePattern) -> ast.TriplePattern:
+    def term(t):
+        return Var(f"?_{t.label}", span=t.span) if isinstance(t, BlankNode) else t
+
+    return ast.TriplePattern(term(triple.subject), triple.predicate, term(triple.object), span=triple.span)
 
 
 def _normalise_path(path: ast.Path | Var) -> ast.Path | Var:

@@ -40,9 +40,12 @@ def _collect_scope(pattern: n.Pattern, found: dict[Var, None]) -> None:
             _collect_scope(right, found)
         case n.Minus(left, _):
             _collect_scope(left, found)
-        case n.Graph(name, inner) | n.Service(name, inner):
+        case n.Graph(name, inner):
             if isinstance(name, Var):
                 found.setdefault(name)
+            _collect_scope(inner, found)
+        case n.Service(pattern=inner):
+            # SERVICE ?x does not bind ?x: it must be bound by the patterns before it.
             _collect_scope(inner, found)
         case n.Extend(var, _, inner):
             _collect_scope(inner, found)
@@ -80,9 +83,12 @@ def certainly_bound(pattern: n.Pattern) -> frozenset[Var]:
             return certainly_bound(inner)
         case n.Union(left, right):
             return certainly_bound(left) & certainly_bound(right)
-        case n.Graph(name, inner) | n.Service(name, inner):
+        case n.Graph(name, inner):
             own = {name} if isinstance(name, Var) else set()
             return certainly_bound(inner) | own
+        case n.Service(pattern=inner, silent=silent):
+            # A failing SERVICE SILENT gives one empty solution.
+            return frozenset() if silent else certainly_bound(inner)
         case n.Table(variables, rows):
             return frozenset(var for i, var in enumerate(variables) if all(row[i] is not None for row in rows))
         case n.Project(variables, inner):

@@ -1,14 +1,15 @@
-"""Lark parse tree → AST (``cqels_endpoint.query.ast``), with a source span on every node.
+"""The AST handlers of the grammar's rules: parse → AST (``cqels_endpoint.query.ast``), spans included.
 
-One handler per grammar rule (or alias), named after it; the tree is built bottom-up, left to right,
-so a PREFIX or BASE declaration is in force for everything written after it. What the builder does
-beyond copying:
+One handler per grammar rule (or alias), named after it, called by ``_reductions`` as the LALR
+parser reduces the rule, with the rule's (start, end) offsets and its kept children. Rules are
+reduced left to right, so a PREFIX or BASE declaration is in force for everything written after
+it. What the handlers do beyond copying:
 
 - prefixed names are expanded and relative IRIs resolved against the base (kept relative without);
 - string escapes are replaced; numbers get xsd:integer / xsd:decimal / xsd:double; ``a`` is rdf:type;
 - triple sugar (``;``, ``,``, ``[ … ]``, collections) becomes plain triple patterns over generated
-  blank nodes, labelled ``b0``, ``b1``, … in source order, skipping labels the text itself uses,
-  so the same text always gives the same labels;
+  blank nodes, labelled ``b0``, ``b1``, … in the order the parser completes them, skipping labels
+  the text itself uses, so the same text always gives the same labels;
 - durations become milliseconds in window configurations, with the CQELS-specific checks (a unit,
   SLIDE not longer than RANGE, exactly one window per STREAM, no paths in STREAM blocks) and the
   rejection of stream constructs where the caller does not allow them.
@@ -727,7 +728,10 @@ class AstBuilder:
             raise self._error_at(msg, span)
         window = window_before if window_before is not None else window_after
         if window is None:
-            msg = f"STREAM {stream_name(stream)} needs a window, e.g. [RANGE 30s], [RANGE 1m SLIDE 10s], [NOW] or [TRIPLES 10]"
+            msg = (
+                f"STREAM {stream_name(stream)} needs a window, "
+                "e.g. [RANGE 30s], [RANGE 1m SLIDE 10s], [NOW] or [TRIPLES 10]"
+            )
             raise self._error_at(msg, _cover(self._token_span(keyword), stream.span))
         if not triples:
             raise self._error_at("a STREAM block needs at least one triple pattern", span)
@@ -771,7 +775,8 @@ class AstBuilder:
         if slide_ms > range_ms:
             msg = (
                 f"{keyword} {slide_token.value} is longer than RANGE {range_token.value}: "
-                f"triples arriving between two windows would never be seen; use a {keyword} of at most {range_token.value}"
+                "triples arriving between two windows would never be seen; "
+                f"use a {keyword} of at most {range_token.value}"
             )
             raise self._error(msg, at[0], at[1])
         return RangeWindow(range_ms, slide_ms)

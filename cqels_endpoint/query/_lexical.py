@@ -49,7 +49,10 @@ def unescape_codepoints(text: str) -> tuple[str, list[int] | None]:
                 end = following.end()
                 index += 1
         if code in _HIGH_SURROGATES or code in _LOW_SURROGATES or code > 0x10FFFF:
-            msg = f"{match.group(0)} is not a Unicode code point (surrogate halves and values above 10FFFF are not allowed)"
+            msg = (
+                f"{match.group(0)} is not a Unicode code point "
+                "(surrogate halves and values above 10FFFF are not allowed)"
+            )
             raise QuerySyntaxError.at(msg, text, match.start(), match.end())
         parts.append(text[copied_to : match.start()])
         origin.extend(range(copied_to, match.start()))

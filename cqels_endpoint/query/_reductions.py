@@ -122,16 +122,27 @@ def _callback(rule: Rule, handler_for: Callable[[str], Callable | None]) -> Call
     expand1 = rule.options.expand1 and not rule.alias
 
     if expand1 and width == 1 and len(include) == 1 and not splices:
-        # A unit rule (`?rule: child`, or one child among anonymous tokens): the child itself.
         position = include[0][0]
-        return lambda raw: raw[position]
+        if len(rule.expansion) == 1:
+            # A unit rule (`?rule: child`): the child itself.
+            return lambda raw: raw[position]
+
+        # One child among anonymous tokens (`?bracketted: "(" expression ")"`): the child's value,
+        # placed where the whole rule is, so that the parent's span takes in the tokens too.
+        def reduce_container(raw: list):
+            child = raw[position]
+            start, end = _bounds(raw)
+            return Built(child if type(child) is Token else child.value, start, end)
+
+        return reduce_container
 
     handler = None if inline else handler_for(str(name))
     if handler is None and not inline:
         msg = f"no AST handler for grammar rule {name!r}"
         raise LookupError(msg)
 
-    if not (inline or splices or padded or expand1) and len(rule.expansion) == 1 and rule.expansion[0].is_term:
+    plain = not (inline or splices or padded or expand1)
+    if plain and len(rule.expansion) == 1 == len(include) and rule.expansion[0].is_term:
         # A rule over one token (`var: VAR1`, `iri: IRIREF`, numbers, strings): the most frequent kind.
 
         def reduce_token(raw: list):
@@ -141,7 +152,7 @@ def _callback(rule: Rule, handler_for: Callable[[str], Callable | None]) -> Call
 
         return reduce_token
 
-    if not (inline or splices or padded or expand1):
+    if plain:
         # The common shape: some children kept, no placeholders, nothing to splice.
         kept = tuple(index for index, _, _ in include)
 

@@ -121,7 +121,10 @@ def _unexpected(
     if _WINDOW_KEYWORDS <= bases or (bases == {"DURATION"} and word_start < start and _opens_window(text, word_start)):
         word_end = _word_end(text, word_start)
         word = text[word_start:word_end] or text[word_start : word_start + 1]
-        msg = f"unknown window {word!r}; a window is [RANGE d], [RANGE d SLIDE d], [RANGE d TUMBLING], [NOW], [ALL] or [TRIPLES n]"
+        msg = (
+            f"unknown window {word!r}; a window is "
+            "[RANGE d], [RANGE d SLIDE d], [RANGE d TUMBLING], [NOW], [ALL] or [TRIPLES n]"
+        )
         return source.error(msg, word_start, max(word_end, word_start + 1))
     if bases == {"DURATION"}:
         return source.error(f"expected a window size such as 30s, 5m or PT1H, found {found!r}", start, end)

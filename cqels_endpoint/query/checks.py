@@ -53,8 +53,8 @@ def _collect_scope(node: object, found: dict[str, Var]) -> None:
     match node:
         case Var():
             found.setdefault(node.name, node)
-        case ast.TriplePattern() | ast.QuadPattern():
-            for term in children(node):
+        case ast.TriplePattern(subject=subject, predicate=predicate, object=obj):
+            for term in (subject, predicate, obj):
                 if isinstance(term, Var):
                     found.setdefault(term.name, term)
         case ast.TriplesBlock(triples=triples) | ast.StreamPattern(triples=triples):
@@ -112,6 +112,9 @@ def _free_variables(expr: object) -> Iterator[Var]:
         for child in children(expr):
             yield from _free_variables(child)
 
+
+# Leaves of expressions and patterns: nothing below them to check (and the generic traversal is slow).
+_TERMS = (Var, ast.IRI, ast.Literal, BlankNode)
 
 # `SELECT [DISTINCT|REDUCED] *`, allowing comments between the keywords, to put a caret on the `*`.
 _SELECT_STAR = re.compile(r"SELECT(?:\s|#[^\n]*)*(?:(?:DISTINCT|REDUCED)(?:\s|#[^\n]*)*)?\*", re.IGNORECASE)
@@ -181,7 +184,10 @@ class _Checker:
                 raise self.error(msg, element, form.where.span or near)
             for triple in element.triples:
                 if not isinstance(triple.predicate, Var | ast.IRI):
-                    msg = "CONSTRUCT WHERE { … } does not allow property paths; write CONSTRUCT { template } WHERE { … }"
+                    msg = (
+                        "CONSTRUCT WHERE { … } does not allow property paths; "
+                        "write CONSTRUCT { template } WHERE { … }"
+                    )
                     raise self.error(msg, triple.predicate, triple.span or element.span or near)
 
     def modifiers(self, modifiers: ast.Modifiers, near: Span | None) -> None:
@@ -345,7 +351,10 @@ class _Checker:
                 )
                 raise self.error(msg, name, near)
         elif not self.windows:
-            msg = f"WINDOW ?{name.name} ranges over the declared windows, but there are none; add FROM NAMED WINDOW <w> ON <stream> [RANGE …]"
+            msg = (
+                f"WINDOW ?{name.name} ranges over the declared windows, but there are none; "
+                "add FROM NAMED WINDOW <w> ON <stream> [RANGE …]"
+            )
             raise self.error(msg, name, near)
 
     def inline_data(self, data: ast.InlineData, near: Span | None) -> None:
@@ -371,6 +380,8 @@ class _Checker:
 
     def expression(self, expr: object, near: Span | None, forbid: str | None, inside: str | None) -> None:
         """Check an expression; ``forbid`` says where it stands when aggregates are not allowed there."""
+        if isinstance(expr, _TERMS):
+            return
         near = getattr(expr, "span", None) or near
         match expr:
             case ast.Aggregate():
@@ -378,7 +389,10 @@ class _Checker:
                     if forbid.startswith("inside the aggregate"):
                         msg = f"aggregate {expr.name} cannot be nested {forbid}; aggregates cannot contain aggregates"
                     else:
-                        msg = f"aggregate {expr.name} is not allowed {forbid}; aggregates belong in SELECT, HAVING or ORDER BY"
+                        msg = (
+                            f"aggregate {expr.name} is not allowed {forbid}; "
+                            "aggregates belong in SELECT, HAVING or ORDER BY"
+                        )
                     raise self.error(msg, expr, near)
                 if expr.expr is not None:
                     self.expression(expr.expr, near, forbid=f"inside the aggregate {expr.name}", inside=inside)
@@ -486,6 +500,8 @@ class _BlankNodeScopes:
 
     def pattern(self, node: object) -> None:
         match node:
+            case Var() | ast.IRI() | ast.Literal() | BlankNode():
+                pass
             case ast.GroupGraphPattern():
                 self.group(node)
             case ast.StreamPattern(triples=triples):

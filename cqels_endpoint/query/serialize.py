@@ -4,8 +4,8 @@ Used to show queries, in the parse → serialise → parse round-trip tests, and
 queries into plain SPARQL for pyoxigraph (re-evaluation mode), so a query without stream
 constructs must come out as text any SPARQL 1.1 engine accepts. Choices that keep this robust:
 
-- IRIs are written in full (``<…>``); the prologue is written back as it was, so it stays in the
-  AST, but nothing depends on it. Relative IRIs (no base) stay relative.
+- IRIs are written in full (``<…>``); the prologue is written back so that it round-trips, but
+  no IRI depends on it. Relative IRIs (no base) stay relative.
 - Every compound expression is written in parentheses, so precedence never matters.
 - Numbers and booleans are written bare when their lexical form is a SPARQL token of their
   datatype, otherwise as ``"lexical"^^<datatype>``; strings use only the ECHAR escapes
@@ -43,20 +43,18 @@ def serialize_query(query: ast.Query) -> str:
 
 
 def serialize_update(update: ast.Update) -> str:
-    """The SPARQL Update text of ``update``: operations separated by ``;``, each after its prologue."""
+    """The SPARQL Update text of ``update``: operations separated by ``;``.
+
+    The prologue of an operation is the one in force there (declarations accumulate over the
+    request), so each operation declares only what changed since the previous one.
+    """
     parts = []
+    previous = ast.Prologue()
     for index, operation in enumerate(update.operations):
-        prologue = update.prologues[index] if index < len(update.prologues) else ast.Prologue()
-        parts.append("\n".join([*_prologue(prologue), _operation(operation)]))
-    # A request may end with a prologue that no operation follows (``Update ::= Prologue ( … )?``).
-    for prologue in update.prologues[len(update.operations) :]:
-        parts.append("\n".join(_prologue(prologue)))
+        prologue = update.prologues[index] if index < len(update.prologues) else previous
+        parts.append("\n".join([*_prologue(prologue, since=previous), _operation(operation)]))
+        previous = prologue
     return " ;\n".join(parts) + "\n"
-
-
-def serialize_expression(expr: ast.Expression) -> str:
-    """One expression, fully parenthesised (EXISTS patterns laid out at the top indentation)."""
-    return _expression(expr, "")
 
 
 # --------------------------------------------------------------------------- terms
@@ -70,7 +68,8 @@ _ECHAR = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b":
 _ECHAR_PATTERN = re.compile("[\\\\\"\n\r\t\b\f]")
 # IRIREF ::= '<' ([^<>"{}|^`\]-[#x00-#x20])* '>'
 _IRI_FORBIDDEN = re.compile(r'[<>"{}|^`\\\x00-\x20]')
-# BLANK_NODE_LABEL ::= '_:' ( PN_CHARS_U | [0-9] ) ((PN_CHARS|'.')* PN_CHARS)?  (PN_CHARS approximated by \w, '-', '·', combining marks)
+# BLANK_NODE_LABEL ::= '_:' ( PN_CHARS_U | [0-9] ) ((PN_CHARS|'.')* PN_CHARS)?
+# and VARNAME, with PN_CHARS approximated by \w, '-', '·' and the combining marks.
 _LABEL = re.compile(r"[\w][\w\-\u00B7\u0300-\u036F\u203F-\u2040.]*(?<!\.)")
 _VARNAME = re.compile(r"[\w][\w\u00B7\u0300-\u036F\u203F-\u2040]*")
 
@@ -321,11 +320,15 @@ def _inline_data(data: ast.InlineData) -> str:
 # --------------------------------------------------------------------------- queries
 
 
-def _prologue(prologue: ast.Prologue) -> list[str]:
+def _prologue(prologue: ast.Prologue, since: ast.Prologue | None = None) -> list[str]:
+    """BASE and PREFIX declarations; with ``since``, only those that differ from that prologue."""
     lines = []
-    if prologue.base is not None:
+    if prologue.base is not None and (since is None or prologue.base != since.base):
         lines.append(f"BASE {_iri(ast.IRI(prologue.base))}")
-    lines.extend(f"PREFIX {name}: {_iri(ast.IRI(iri))}" for name, iri in prologue.prefixes)
+    declared = dict(since.prefixes) if since is not None else {}
+    lines.extend(
+        f"PREFIX {name}: {_iri(ast.IRI(iri))}" for name, iri in prologue.prefixes if declared.get(name) != iri
+    )
     return lines
 
 
