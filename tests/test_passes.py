@@ -251,3 +251,13 @@ def test_hand_built_aggregate_keeps_its_name_through_to_sparql():
         "SELECT ?k ?total WHERE { { { SELECT ?k (SUM(?v) AS ?__agg0) WHERE {  } GROUP BY ?k } } "
         "BIND (?__agg0 AS ?total) }"
     )
+
+
+def test_to_sparql_keeps_negation_apart_from_negative_literals():
+    # ``-(1)`` written as ``(-1)`` would read back as the literal -1, not the negation of 1.
+    text = "SELECT ?x ?y { BIND (-(1) AS ?x) BIND (-1 AS ?y) }"
+    query = to_algebra(parse_query(text))
+    sparql = to_sparql(query)
+    assert "(- 1)" in sparql
+    binds = {x.var: x.expr for x in walk(to_algebra(parse_query(sparql)).pattern) if isinstance(x, n.Extend)}
+    assert binds == {Var("x"): ast.UnaryOp("-", Literal("1", XSD_INTEGER)), Var("y"): Literal("-1", XSD_INTEGER)}

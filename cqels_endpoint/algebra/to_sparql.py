@@ -12,24 +12,23 @@ and aggregates, ``Project``/``Distinct``/``OrderBy``/``Slice`` a sub-select (the
 own clauses). Internal variables get legal names (``?.0`` → ``?__agg0``, ``??P0`` → ``?__pathP0``), and
 blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a blank node *is* an
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
-one triples block was split into. IRIs are written in full; the prologue is only the query's BASE (which ``IRI()`` resolves against).
+one triples block was split into. Terms, expressions and property paths are written by the AST
+serializer's writers (``query.serialize``), so IRIs are written in full; the prologue is only the
+query's BASE (which ``IRI()`` resolves against).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.serialize import write_expression, write_path, write_term, write_var
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
+from cqels_endpoint.terms import IRI, BlankNode, Var
 
 WindowGraph = Callable[[n.StreamPattern], IRI]
-
-_VARNAME = re.compile(r"[A-Za-z0-9_]+")
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def to_sparql(query: n.AlgebraQuery, window_graph: WindowGraph | None = None) -> str:
@@ -47,72 +46,23 @@ class _Writer:
     # ------------------------------------------------------------------ terms and expressions
 
     def var(self, var: Var) -> str:
-        if _VARNAME.fullmatch(var.name):
-            return f"?{var.name}"
+        # Internal names start with a character no SPARQL variable name can start with.
         if var.name.startswith("."):
             return f"?__agg{_safe(var.name[1:])}"
-        return f"?__path{_safe(var.name[1:])}"
+        if var.name.startswith("?"):
+            return f"?__path{_safe(var.name[1:])}"
+        return write_var(var)
 
     def term(self, term: object, in_pattern: bool = True) -> str:
         match term:
-            case Var():
-                return self.var(term)
-            case IRI(value):
-                return f"<{value}>"
-            case Literal(value, datatype, language):
-                text = '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
-                if language is not None:
-                    return f"{text}@{language}"
-                return f"{text}^^<{datatype}>" if datatype is not None else text
-            case BlankNode(label):
-                return f"?__bnode_{_safe(label)}" if in_pattern else f"_:{_safe(label)}"
+            case BlankNode(label) if in_pattern:
+                return f"?__bnode_{_safe(label)}"
             case None:
                 return "UNDEF"
-        raise TypeError(f"not an RDF term or variable: {term!r}")
+        return write_term(term, self.var)
 
     def expr(self, e: object) -> str:
-        match e:
-            case Var() | IRI() | Literal():
-                return self.term(e)
-            case ast.BinaryOp(op, left, right):
-                return f"({self.expr(left)} {op} {self.expr(right)})"
-            case ast.UnaryOp(op, operand):
-                return f"({op}{self.expr(operand)})"
-            case ast.In(inner, values, negated):
-                keyword = "NOT IN" if negated else "IN"
-                return f"({self.expr(inner)} {keyword} ({', '.join(self.expr(v) for v in values)}))"
-            case ast.BuiltinCall(name, args):
-                return f"{name}({', '.join(self.expr(a) for a in args)})"
-            case ast.FunctionCall(iri, args, distinct):
-                prefix = "DISTINCT " if distinct else ""
-                return f"{self.term(iri)}({prefix}{', '.join(self.expr(a) for a in args)})"
-            case n.Exists(pattern, negated):
-                return f"{'NOT EXISTS' if negated else 'EXISTS'} {{ {self.group(pattern)} }}"
-            case ast.Aggregate(name, inner, distinct, separator):
-                argument = "*" if inner is None else self.expr(inner)
-                if distinct:
-                    argument = "DISTINCT " + argument
-                if separator is not None:
-                    argument += f" ; SEPARATOR={self.term(Literal(separator))}"
-                return f"{name}({argument})"
-        raise TypeError(f"not an algebra expression: {e!r}")
-
-    def path(self, p: object) -> str:
-        match p:
-            case IRI() | Var():
-                return self.term(p)
-            case ast.PathInverse(inner):
-                return f"^({self.path(inner)})"
-            case ast.PathSequence(parts):
-                return "(" + " / ".join(self.path(x) for x in parts) + ")"
-            case ast.PathAlternative(parts):
-                return "(" + " | ".join(self.path(x) for x in parts) + ")"
-            case ast.PathMod(inner, modifier):
-                return f"({self.path(inner)}){modifier}"
-            case ast.PathNegatedSet(iris, inverse_iris):
-                members = [self.term(i) for i in iris] + [f"^{self.term(i)}" for i in inverse_iris]
-                return "!(" + " | ".join(members) + ")"
-        raise TypeError(f"not a property path: {p!r}")
+        return write_expression(e, write_exists=self.braced, write_var=self.var)
 
     def triples(self, triples: tuple[ast.TriplePattern, ...], in_pattern: bool = True) -> str:
         return " ".join(
@@ -122,34 +72,38 @@ class _Writer:
 
     # ------------------------------------------------------------------ patterns
 
+    def braced(self, pattern: n.Pattern) -> str:
+        """``{ … }`` whose translation is ``pattern``."""
+        return f"{{ {self.group(pattern)} }}"
+
     def group(self, pattern: n.Pattern) -> str:
         """The inside of a ``{ … }`` whose translation is ``pattern``."""
         match pattern:
             case n.BGP(triples):
                 return self.triples(triples)
             case n.Path(subject, path, obj):
-                return f"{self.term(subject)} {self.path(path)} {self.term(obj)} ."
+                return f"{self.term(subject)} {write_path(path)} {self.term(obj)} ."
             case n.Join(operands):
-                return " ".join(f"{{ {self.group(o)} }}" for o in operands)
+                return " ".join(self.braced(o) for o in operands)
+            case n.Union(left, right):
+                return f"{self.braced(left)} UNION {self.braced(right)}"
             case n.LeftJoin(left, right, exprs):
                 condition = "".join(f" FILTER ({self.expr(e)})" for e in exprs)
-                return f"{{ {self.group(left)} }} OPTIONAL {{ {{ {self.group(right)} }}{condition} }}"
-            case n.Filter(exprs, inner):
-                return f"{{ {self.group(inner)} }}" + "".join(f" FILTER ({self.expr(e)})" for e in exprs)
-            case n.Union(left, right):
-                return f"{{ {self.group(left)} }} UNION {{ {self.group(right)} }}"
-            case n.Graph(name, inner):
-                return f"GRAPH {self.term(name)} {{ {self.group(inner)} }}"
-            case n.Extend(var, expr, inner):
-                return f"{{ {self.group(inner)} }} BIND ({self.expr(expr)} AS {self.var(var)})"
+                return f"{self.braced(left)} OPTIONAL {{ {self.braced(right)}{condition} }}"
             case n.Minus(left, right):
-                return f"{{ {self.group(left)} }} MINUS {{ {self.group(right)} }}"
+                return f"{self.braced(left)} MINUS {self.braced(right)}"
+            case n.Filter(exprs, inner):
+                return self.braced(inner) + "".join(f" FILTER ({self.expr(e)})" for e in exprs)
+            case n.Extend(var, expr, inner):
+                return f"{self.braced(inner)} BIND ({self.expr(expr)} AS {self.var(var)})"
             case n.Table(variables, rows):
                 names = " ".join(self.var(v) for v in variables)
                 body = " ".join("(" + " ".join(self.term(x) for x in row) + ")" for row in rows)
                 return f"VALUES ({names}) {{ {body} }}"
+            case n.Graph(name, inner):
+                return f"GRAPH {self.term(name)} {self.braced(inner)}"
             case n.Service(name, inner, silent):
-                return f"SERVICE {'SILENT ' if silent else ''}{self.term(name)} {{ {self.group(inner)} }}"
+                return f"SERVICE {'SILENT ' if silent else ''}{self.term(name)} {self.braced(inner)}"
             case n.StreamPattern(triples=triples):
                 if self.window_graph is None:
                     msg = "a stream pattern has no SPARQL form without a graph holding its window"
@@ -180,7 +134,7 @@ class _Writer:
             else:
                 keys.append(f"({self.expr(expr)} AS {self.var(var)})")
         group_by = f" GROUP BY {' '.join(keys)}" if keys else ""
-        return f"SELECT {' '.join(projection)} WHERE {{ {self.group(group.input)} }}{group_by}"
+        return f"SELECT {' '.join(projection)} WHERE {self.braced(group.input)}{group_by}"
 
     def _modifiers(self, pattern: n.Pattern) -> tuple[str, n.Pattern, str]:
         """Peels Slice, Distinct/Reduced, Project and OrderBy off ``pattern`` (in the order the
@@ -209,7 +163,7 @@ class _Writer:
 
     def select(self, pattern: n.Pattern) -> str:
         head, where, tail = self._modifiers(pattern)
-        return f"SELECT {head} WHERE {{ {self.group(where)} }}{tail}"
+        return f"SELECT {head} WHERE {self.braced(where)}{tail}"
 
     # ------------------------------------------------------------------ the query
 
@@ -226,18 +180,18 @@ class _Writer:
         match query.form:
             case "SELECT":
                 head, where, tail = self._modifiers(query.pattern)
-                return f"SELECT {head}{datasets} WHERE {{ {self.group(where)} }}{tail}"
+                return f"SELECT {head}{datasets} WHERE {self.braced(where)}{tail}"
             case "CONSTRUCT":
                 _, where, tail = self._modifiers(query.pattern)
                 template = self.triples(query.template, in_pattern=False)
-                return f"CONSTRUCT {{ {template} }}{datasets} WHERE {{ {self.group(where)} }}{tail}"
+                return f"CONSTRUCT {{ {template} }}{datasets} WHERE {self.braced(where)}{tail}"
             case "ASK":
                 _, where, tail = self._modifiers(query.pattern)
-                return f"ASK{datasets} WHERE {{ {self.group(where)} }}{tail}"
+                return f"ASK{datasets} WHERE {self.braced(where)}{tail}"
             case "DESCRIBE":
                 _, where, tail = self._modifiers(query.pattern)
                 targets = " ".join(self.term(t) for t in query.describe) or "*"
-                return f"DESCRIBE {targets}{datasets} WHERE {{ {self.group(where)} }}{tail}"
+                return f"DESCRIBE {targets}{datasets} WHERE {self.braced(where)}{tail}"
         raise TypeError(f"not a query form: {query.form!r}")
 
 

@@ -12,11 +12,18 @@ constructs must come out as text any SPARQL 1.1 engine accepts. Choices that kee
   (``\\t \\n \\r \\b \\f \\" \\\\``), never ``\\u`` (which SPARQL decodes before tokenising).
 - Blank nodes, including those the parser generated for ``[]`` and collections, are written as
   ``_:label``, so the expanded triples come back unchanged.
+
+The writers of terms, expressions and property paths (``write_term``, ``write_expression``,
+``write_path``, …) are public: ``algebra.to_sparql`` writes algebra back as SPARQL with them, passing
+hooks for what the algebra holds differently (its internal variables, the translated pattern of
+an ``EXISTS``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.windows import (
@@ -74,7 +81,8 @@ _LABEL = re.compile(r"[\w][\w\-\u00B7\u0300-\u036F\u203F-\u2040.]*(?<!\.)")
 _VARNAME = re.compile(r"[\w][\w\u00B7\u0300-\u036F\u203F-\u2040]*")
 
 
-def _iri(iri: ast.IRI) -> str:
+def write_iri(iri: ast.IRI) -> str:
+    """``<iri>``, written in full; ``ValueError`` if the IRI holds a character IRIREF forbids."""
     if _IRI_FORBIDDEN.search(iri.value):
         msg = f"IRI {iri.value!r} contains characters that SPARQL cannot write inside <…>"
         raise ValueError(msg)
@@ -85,7 +93,8 @@ def _string(value: str) -> str:
     return '"' + _ECHAR_PATTERN.sub(lambda m: _ECHAR[m.group()], value) + '"'
 
 
-def _literal(literal: Literal) -> str:
+def write_literal(literal: Literal) -> str:
+    """A number or boolean bare when its lexical form is a token of its datatype, else quoted."""
     if literal.language is not None:
         return f"{_string(literal.value)}@{literal.language}"
     if literal.datatype is None:
@@ -95,10 +104,11 @@ def _literal(literal: Literal) -> str:
         return literal.value
     if literal.datatype == XSD_BOOLEAN and literal.value in ("true", "false"):
         return literal.value
-    return f"{_string(literal.value)}^^{_iri(ast.IRI(literal.datatype))}"
+    return f"{_string(literal.value)}^^{write_iri(ast.IRI(literal.datatype))}"
 
 
-def _var(var: Var) -> str:
+def write_var(var: Var) -> str:
+    """``?name``; ``ValueError`` if the name is not a SPARQL VARNAME."""
     if not _VARNAME.fullmatch(var.name):
         msg = f"variable name {var.name!r} cannot be written in SPARQL"
         raise ValueError(msg)
@@ -112,21 +122,25 @@ def _blank_node(node: BlankNode) -> str:
     return f"_:{node.label}"
 
 
-def _term(term: object) -> str:
+VarWriter = Callable[[Var], str]
+
+
+def write_term(term: object, write_var: VarWriter = write_var) -> str:
+    """An IRI, literal, blank node (``_:label``) or variable; ``write_var`` writes the variables."""
     match term:
         case Var():
-            return _var(term)
+            return write_var(term)
         case ast.IRI():
-            return _iri(term)
+            return write_iri(term)
         case Literal():
-            return _literal(term)
+            return write_literal(term)
         case BlankNode():
             return _blank_node(term)
     raise TypeError(f"not an RDF term or variable: {term!r}")
 
 
 def _register_name(name: ast.IRI | str) -> str:
-    return _iri(name) if isinstance(name, ast.IRI) else name
+    return write_iri(name) if isinstance(name, ast.IRI) else name
 
 
 # --------------------------------------------------------------------------- windows
@@ -190,36 +204,63 @@ def _constraint(expr: ast.Expression, indent: str) -> str:
     return _bracketed(expr, indent)
 
 
-def _arguments(args: tuple[ast.Expression, ...], indent: str, distinct: bool = False) -> str:
-    prefix = "DISTINCT " if distinct else ""
-    return "(" + prefix + ", ".join(_expression(a, indent) for a in args) + ")"
-
-
 def _expression(expr: ast.Expression, indent: str) -> str:
-    match expr:
-        case Var() | ast.IRI() | Literal():
-            return _term(expr)
-        case ast.BinaryOp(op, left, right):
-            return f"({_expression(left, indent)} {op} {_expression(right, indent)})"
-        case ast.UnaryOp(op, operand):
-            # The space keeps ``- 1`` from being read as the single token ``-1``.
-            return f"({op} {_expression(operand, indent)})"
-        case ast.In(subject, values, negated):
-            keyword = "NOT IN" if negated else "IN"
-            return f"({_expression(subject, indent)} {keyword} {_arguments(values, indent)})"
-        case ast.BuiltinCall(name, args):
-            return name + _arguments(args, indent)
-        case ast.FunctionCall(iri, args, distinct):
-            return _iri(iri) + _arguments(args, indent, distinct)
-        case ast.Exists(pattern, negated):
-            return ("NOT EXISTS " if negated else "EXISTS ") + _group(pattern, indent)
-        case ast.Aggregate(name, argument, distinct, separator):
-            inner = "DISTINCT " if distinct else ""
-            inner += "*" if argument is None else _expression(argument, indent)
-            if separator is not None:
-                inner += f"; SEPARATOR = {_string(separator)}"
-            return f"{name}({inner})"
-    raise TypeError(f"not an expression: {expr!r}")
+    """``expr`` with the groups of its ``EXISTS`` laid out at ``indent``."""
+    return write_expression(expr, write_exists=lambda group: _group(group, indent))
+
+
+@runtime_checkable
+class ExistsExpression(Protocol):
+    """``EXISTS``/``NOT EXISTS`` whatever its pattern is: ``ast.Exists`` holds a group, the algebra's
+    ``Exists`` a translated pattern. Matching the shape keeps this module free of the algebra."""
+
+    pattern: Any
+    negated: bool
+
+
+def write_expression(
+    expr: object,
+    *,
+    write_exists: Callable[[Any], str] | None = None,
+    write_var: VarWriter = write_var,
+) -> str:
+    """The SPARQL text of an expression, every compound part in parentheses.
+
+    ``write_exists`` writes the pattern of an ``EXISTS`` as ``{ … }`` (by default an AST group,
+    laid out at the top level); ``write_var`` writes the variables.
+    """
+
+    def write(e: object) -> str:
+        match e:
+            case Var() | ast.IRI() | Literal():
+                return write_term(e, write_var)
+            case ast.BinaryOp(op, left, right):
+                return f"({write(left)} {op} {write(right)})"
+            case ast.UnaryOp(op, operand):
+                # The space keeps ``-(1)`` from coming out as the single token ``-1``, a literal.
+                return f"({op} {write(operand)})"
+            case ast.In(subject, values, negated):
+                keyword = "NOT IN" if negated else "IN"
+                return f"({write(subject)} {keyword} {arguments(values)})"
+            case ast.BuiltinCall(name, args):
+                return name + arguments(args)
+            case ast.FunctionCall(iri, args, distinct):
+                return write_iri(iri) + arguments(args, distinct)
+            case ast.Aggregate(name, argument, distinct, separator):
+                inner = "DISTINCT " if distinct else ""
+                inner += "*" if argument is None else write(argument)
+                if separator is not None:
+                    inner += f"; SEPARATOR = {_string(separator)}"
+                return f"{name}({inner})"
+            case ExistsExpression():
+                keyword = "NOT EXISTS " if e.negated else "EXISTS "
+                return keyword + (write_exists or _top_level_group)(e.pattern)
+        raise TypeError(f"not an expression: {e!r}")
+
+    def arguments(args: tuple[object, ...], distinct: bool = False) -> str:
+        return "(" + ("DISTINCT " if distinct else "") + ", ".join(write(a) for a in args) + ")"
+
+    return write(expr)
 
 
 # --------------------------------------------------------------------------- paths and triples
@@ -229,14 +270,15 @@ def _path_primary(path: ast.Path) -> str:
     """A path as a PathPrimary: an IRI, a negated set, or a parenthesised path."""
     match path:
         case ast.IRI():
-            return _iri(path)
+            return write_iri(path)
         case ast.PathNegatedSet(iris, inverse_iris):
-            items = [_iri(i) for i in iris] + ["^" + _iri(i) for i in inverse_iris]
+            items = [write_iri(i) for i in iris] + ["^" + write_iri(i) for i in inverse_iris]
             return "!(" + " | ".join(items) + ")"
-    return f"({_path(path)})"
+    return f"({write_path(path)})"
 
 
-def _path(path: ast.Path) -> str:
+def write_path(path: ast.Path) -> str:
+    """A property path, parenthesised only where a part is not a PathPrimary."""
     match path:
         case ast.IRI() | ast.PathNegatedSet():
             return _path_primary(path)
@@ -253,8 +295,8 @@ def _path(path: ast.Path) -> str:
 
 def _triple(triple: ast.TriplePattern | ast.QuadPattern) -> str:
     predicate = triple.predicate
-    written = _var(predicate) if isinstance(predicate, Var) else _path(predicate)
-    return f"{_term(triple.subject)} {written} {_term(triple.object)} ."
+    written = write_var(predicate) if isinstance(predicate, Var) else write_path(predicate)
+    return f"{write_term(triple.subject)} {written} {write_term(triple.object)} ."
 
 
 def _triples_block(triples: tuple[ast.TriplePattern, ...], indent: str) -> str:
@@ -266,6 +308,10 @@ def _triples_block(triples: tuple[ast.TriplePattern, ...], indent: str) -> str:
 
 
 # --------------------------------------------------------------------------- graph patterns
+
+
+def _top_level_group(group: ast.GroupGraphPattern) -> str:
+    return _group(group, "")
 
 
 def _group(group: ast.GroupGraphPattern, indent: str) -> str:
@@ -286,7 +332,7 @@ def _element(element: ast.GroupElement, indent: str) -> str:
         case ast.Filter(constraint):
             return "FILTER " + _constraint(constraint, indent)
         case ast.Bind(expr, var):
-            return f"BIND ({_expression(expr, indent)} AS {_var(var)})"
+            return f"BIND ({_expression(expr, indent)} AS {write_var(var)})"
         case ast.OptionalPattern(pattern):
             return "OPTIONAL " + _group(pattern, indent)
         case ast.MinusPattern(pattern):
@@ -294,9 +340,9 @@ def _element(element: ast.GroupElement, indent: str) -> str:
         case ast.UnionPattern(alternatives):
             return " UNION ".join(_group(a, indent) for a in alternatives)
         case ast.GraphPattern(name, pattern):
-            return f"GRAPH {_term(name)} {_group(pattern, indent)}"
+            return f"GRAPH {write_term(name)} {_group(pattern, indent)}"
         case ast.ServicePattern(name, pattern, silent):
-            return f"SERVICE {'SILENT ' if silent else ''}{_term(name)} {_group(pattern, indent)}"
+            return f"SERVICE {'SILENT ' if silent else ''}{write_term(name)} {_group(pattern, indent)}"
         case ast.InlineData():
             return _inline_data(element)
         case ast.GroupGraphPattern():
@@ -305,15 +351,15 @@ def _element(element: ast.GroupElement, indent: str) -> str:
             # Among other elements a sub-select needs braces of its own (which parse as a group).
             return _group(ast.GroupGraphPattern((element,)), indent)
         case ast.StreamPattern(stream, window, triples):
-            return f"STREAM {_term(stream)} {format_window(window)} {_triples_block(triples, indent)}"
+            return f"STREAM {write_term(stream)} {format_window(window)} {_triples_block(triples, indent)}"
         case ast.WindowPattern(name, pattern):
-            return f"WINDOW {_term(name)} {_group(pattern, indent)}"
+            return f"WINDOW {write_term(name)} {_group(pattern, indent)}"
     raise TypeError(f"not a group element: {element!r}")
 
 
 def _inline_data(data: ast.InlineData) -> str:
-    header = "(" + " ".join(_var(v) for v in data.vars) + ")"
-    rows = " ".join("(" + " ".join("UNDEF" if v is None else _term(v) for v in row) + ")" for row in data.rows)
+    header = "(" + " ".join(write_var(v) for v in data.vars) + ")"
+    rows = " ".join("(" + " ".join("UNDEF" if v is None else write_term(v) for v in row) + ")" for row in data.rows)
     return f"VALUES {header} {{ {rows} }}" if rows else f"VALUES {header} {{ }}"
 
 
@@ -324,10 +370,10 @@ def _prologue(prologue: ast.Prologue, since: ast.Prologue | None = None) -> list
     """BASE and PREFIX declarations; with ``since``, only those that differ from that prologue."""
     lines = []
     if prologue.base is not None and (since is None or prologue.base != since.base):
-        lines.append(f"BASE {_iri(ast.IRI(prologue.base))}")
+        lines.append(f"BASE {write_iri(ast.IRI(prologue.base))}")
     declared = dict(since.prefixes) if since is not None else {}
     lines.extend(
-        f"PREFIX {name}: {_iri(ast.IRI(iri))}" for name, iri in prologue.prefixes if declared.get(name) != iri
+        f"PREFIX {name}: {write_iri(ast.IRI(iri))}" for name, iri in prologue.prefixes if declared.get(name) != iri
     )
     return lines
 
@@ -335,17 +381,17 @@ def _prologue(prologue: ast.Prologue, since: ast.Prologue | None = None) -> list
 def _dataset(dataset: ast.Dataset) -> str:
     match dataset:
         case ast.DatasetClause(iri, named):
-            return f"FROM {'NAMED ' if named else ''}{_iri(iri)}"
+            return f"FROM {'NAMED ' if named else ''}{write_iri(iri)}"
         case ast.StreamDataset(stream, window):
-            return f"FROM STREAM {_iri(stream)} {_stream_dataset_window(window)}"
+            return f"FROM STREAM {write_iri(stream)} {_stream_dataset_window(window)}"
         case ast.NamedWindow(name, stream, window):
-            return f"FROM NAMED WINDOW {_iri(name)} ON {_iri(stream)} {_rspql_window(window)}"
+            return f"FROM NAMED WINDOW {write_iri(name)} ON {write_iri(stream)} {_rspql_window(window)}"
     raise TypeError(f"not a dataset clause: {dataset!r}")
 
 
 def _group_condition(condition: ast.GroupCondition, indent: str) -> str:
     if condition.var is not None:
-        return f"({_expression(condition.expr, indent)} AS {_var(condition.var)})"
+        return f"({_expression(condition.expr, indent)} AS {write_var(condition.var)})"
     if isinstance(condition.expr, Var | ast.BuiltinCall | ast.FunctionCall):
         return _expression(condition.expr, indent)
     return _bracketed(condition.expr, indent)
@@ -382,7 +428,7 @@ def _select(select: ast.SelectQuery, indent: str) -> str:
     if select.reduced:
         head += " REDUCED"
     items = [
-        _var(item) if isinstance(item, Var) else f"({_expression(item.expr, indent)} AS {_var(item.var)})"
+        write_var(item) if isinstance(item, Var) else f"({_expression(item.expr, indent)} AS {write_var(item.var)})"
         for item in select.projection
     ]
     head += " " + (" ".join(items) if items else "*")
@@ -407,7 +453,7 @@ def _query_form(form: ast.QueryForm, indent: str) -> str:
             lines = ["ASK", *(_dataset(d) for d in form.datasets), "WHERE " + _group(form.where, indent)]
             return f"\n{indent}".join(lines + _tail(form, indent))
         case ast.DescribeQuery():
-            targets = " ".join(_term(t) for t in form.targets) if form.targets else "*"
+            targets = " ".join(write_term(t) for t in form.targets) if form.targets else "*"
             lines = [f"DESCRIBE {targets}", *(_dataset(d) for d in form.datasets)]
             if form.where is not None:
                 lines.append("WHERE " + _group(form.where, indent))
@@ -422,7 +468,7 @@ def _graph_target(target: ast.GraphTarget, graph_keyword: bool) -> str:
     """GraphRefAll (``GRAPH <g>``, DEFAULT, NAMED, ALL) or GraphOrDefault (``<g>``, DEFAULT)."""
     if target.keyword is not None:
         return target.keyword
-    return ("GRAPH " if graph_keyword else "") + _iri(target.iri)
+    return ("GRAPH " if graph_keyword else "") + write_iri(target.iri)
 
 
 def _quads(quads: tuple[ast.QuadPattern, ...], indent: str) -> str:
@@ -435,7 +481,7 @@ def _quads(quads: tuple[ast.QuadPattern, ...], indent: str) -> str:
 
     def flush() -> None:
         if run and run[0].graph is not None:
-            lines.append(f"{inner}GRAPH {_term(run[0].graph)} {_triples_block(tuple(run), inner)}")
+            lines.append(f"{inner}GRAPH {write_term(run[0].graph)} {_triples_block(tuple(run), inner)}")
         else:
             lines.extend(f"{inner}{_triple(q)}" for q in run)
         run.clear()
@@ -451,14 +497,14 @@ def _quads(quads: tuple[ast.QuadPattern, ...], indent: str) -> str:
 def _operation(operation: ast.UpdateOperation) -> str:
     match operation:
         case ast.Load(source, into, silent):
-            text = f"LOAD {'SILENT ' if silent else ''}{_iri(source)}"
-            return text + (f" INTO GRAPH {_iri(into)}" if into is not None else "")
+            text = f"LOAD {'SILENT ' if silent else ''}{write_iri(source)}"
+            return text + (f" INTO GRAPH {write_iri(into)}" if into is not None else "")
         case ast.Clear(target, silent):
             return f"CLEAR {'SILENT ' if silent else ''}{_graph_target(target, True)}"
         case ast.Drop(target, silent):
             return f"DROP {'SILENT ' if silent else ''}{_graph_target(target, True)}"
         case ast.Create(graph, silent):
-            return f"CREATE {'SILENT ' if silent else ''}GRAPH {_iri(graph)}"
+            return f"CREATE {'SILENT ' if silent else ''}GRAPH {write_iri(graph)}"
         case ast.GraphTransfer(op, source, destination, silent):
             silent_text = "SILENT " if silent else ""
             return f"{op} {silent_text}{_graph_target(source, False)} TO {_graph_target(destination, False)}"
@@ -471,12 +517,12 @@ def _operation(operation: ast.UpdateOperation) -> str:
         case ast.Modify(delete, insert, where, with_graph, using):
             lines = []
             if with_graph is not None:
-                lines.append(f"WITH {_iri(with_graph)}")
+                lines.append(f"WITH {write_iri(with_graph)}")
             if delete or not insert:
                 lines.append("DELETE " + _quads(delete, ""))
             if insert:
                 lines.append("INSERT " + _quads(insert, ""))
-            lines.extend(f"USING {'NAMED ' if u.named else ''}{_iri(u.iri)}" for u in using)
+            lines.extend(f"USING {'NAMED ' if u.named else ''}{write_iri(u.iri)}" for u in using)
             lines.append("WHERE " + _group(where, ""))
             return "\n".join(lines)
     raise TypeError(f"not an update operation: {operation!r}")
