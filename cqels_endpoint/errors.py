@@ -111,6 +111,37 @@ class StoreError(CqelsError):
     """A failure of the static store (bad RDF, unknown graph, I/O)."""
 
 
+class RdfSyntaxError(StoreError):
+    """Malformed RDF in a load or a GSP body; the whole batch was rejected, nothing written.
+
+    ``line``/``column`` are 1-based (None when the parser gave no position).
+    """
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+    def to_json(self) -> dict:
+        return {"error": str(self), "line": self.line, "column": self.column}
+
+
+class GraphNotFound(StoreError):
+    """A Graph Store Protocol request named a graph the store does not have."""
+
+
+class UnsupportedMediaType(StoreError):
+    """An RDF or results media type the store cannot read or write."""
+
+
+class RemoteAccessError(StoreError):
+    """``LOAD``/``SERVICE`` to a remote IRI while remote access is disabled."""
+
+
+class QueryTimeoutError(CqelsError):
+    """A one-shot query ran past its timeout and was stopped."""
+
+
 class EndpointError(CqelsError):
     """An HTTP-level error carrying its status code."""
 
