@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_explain(commands)
+    _add_serve(commands)
+    _add_load(commands)
     return parser
 
 
@@ -110,6 +112,151 @@ def _explain(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     query = parse_query(text, args.base_iri)
     print(explain(query, full_iris=args.full_iris, rules=tuple(rules)))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- serve
+
+
+def _add_serve(commands) -> None:
+    from cqels_endpoint.config import DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_MAX_BODY_MB, DEFAULT_PORT
+    from cqels_endpoint.config import DEFAULT_QUERY_TIMEOUT
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the SPARQL endpoint over HTTP",
+        description="Serve the store over HTTP: /query and /sparql (SPARQL 1.1 Protocol), /update, "
+        "/store (Graph Store Protocol) and /health. The store lives in --data-dir and survives restarts.",
+    )
+    _option(serve, "--host", "interface to listen on; 0.0.0.0 opens the server to the network", default=DEFAULT_HOST)
+    _option(serve, "--port", "TCP port; 0 picks a free one", type=int, default=DEFAULT_PORT)
+    _option(
+        serve, "--data-dir", "directory of the on-disk store, created if missing", default=str(DEFAULT_DATA_DIR),
+        metavar="DIR",
+    )
+    _switch(serve, "--memory", "keep the store in memory only (gone at exit); --data-dir is ignored")
+    _option(serve, "--auth-token", "require 'Authorization: Bearer TOKEN' on every write", metavar="TOKEN")
+    _option(
+        serve, "--query-timeout", "stop a one-shot query after this many seconds", type=float,
+        default=DEFAULT_QUERY_TIMEOUT, metavar="SECONDS",
+    )
+    _option(
+        serve, "--max-body-mb", "refuse request bodies larger than this (413)", type=float,
+        default=DEFAULT_MAX_BODY_MB, metavar="MIB",
+    )
+    _switch(serve, "--allow-remote", "allow LOAD and SERVICE of remote IRIs (refused with 403 otherwise)")
+    _switch(serve, "--demo", "load the demo data (examples/data) into an empty store and print curl examples")
+    serve.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+    from pathlib import Path
+
+    from cqels_endpoint.config import ServerConfig
+    from cqels_endpoint.http.app import create_app
+    from cqels_endpoint.http.demo import curl_examples, load_demo
+    from cqels_endpoint.http.server import serve
+    from static_store import StaticStore
+
+    try:
+        config = ServerConfig(
+            host=args.host,
+            port=args.port,
+            data_dir=Path(args.data_dir),
+            memory=args.memory,
+            auth_token=args.auth_token,
+            query_timeout=args.query_timeout,
+            max_body_mb=args.max_body_mb,
+            allow_remote=args.allow_remote,
+            demo=args.demo,
+        )
+    except ValueError as error:
+        print(f"cqels serve: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    with StaticStore(config.store_path) as store:
+        where = "in memory" if config.memory else f"in {config.data_dir.resolve()}"
+        if config.demo:
+            loaded = load_demo(store)
+            if loaded is None:
+                print("cqels serve: the store already holds data; demo data not loaded again")
+            else:
+                print(f"cqels serve: loaded the demo data ({loaded} quads)")
+
+        def listening(base_url: str) -> None:
+            print(
+                f"cqels serve: store {where}, {len(store)} quads; listening on {base_url}/ "
+                "(/query /update /store /health); Ctrl-C or SIGTERM stops",
+                flush=True,
+            )
+            if config.demo:
+                print(curl_examples(base_url, config.auth_token), flush=True)
+
+        app = create_app(store, config)
+        try:
+            serve(app, config.host, config.port, max_body_bytes=config.max_body_bytes, on_listen=listening)
+        except OSError as error:  # port taken, unknown host
+            print(f"cqels serve: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
+            return EXIT_FAILURE
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- load
+
+
+def _add_load(commands) -> None:
+    from cqels_endpoint.config import DEFAULT_DATA_DIR
+
+    load = commands.add_parser(
+        "load",
+        help="bulk-load an RDF file into the on-disk store",
+        description="Load N-Triples, N-Quads, Turtle, TriG, RDF/XML or JSON-LD (syntax from the file "
+        "extension .nt .nq .ttl .trig .rdf .owl .xml .jsonld, or --format) into the store of a data "
+        "directory, in one transaction: malformed data writes nothing. Stop a server using the same "
+        "data directory first, or send the file to its /store endpoint instead.",
+    )
+    load.add_argument("file", metavar="FILE", help="the RDF file to load")
+    _option(load, "--graph", "load the triples into this named graph (default: the default graph); "
+            "named graphs of TriG/N-Quads keep their names", metavar="IRI")
+    _option(load, "--data-dir", "directory of the on-disk store, created if missing", default=str(DEFAULT_DATA_DIR),
+            metavar="DIR")
+    _option(load, "--format", "media type of the file when its extension does not say, e.g. text/turtle",
+            metavar="MEDIA_TYPE")
+    _option(load, "--base-iri", "resolve relative IRIs against this IRI (default: the file's file: IRI)",
+            metavar="IRI")
+    _switch(load, "--quiet", "no progress bar, only errors")
+    load.set_defaults(handler=_load)
+
+
+def _load(args: argparse.Namespace) -> int:
+    import time
+
+    from cqels_endpoint.errors import RdfSyntaxError, UnsupportedMediaType
+    from static_store import StaticStore
+
+    started = time.perf_counter()
+    try:
+        with StaticStore(args.data_dir) as store:
+            event = store.load(
+                args.file,
+                media_type=args.format,
+                graph=args.graph,
+                base_iri=args.base_iri,
+                progress=not args.quiet and sys.stderr.isatty(),
+            )
+            total = len(store)
+    except (RdfSyntaxError, UnsupportedMediaType, OSError) as error:
+        print(f"cqels load: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not args.quiet:
+        seconds = time.perf_counter() - started
+        changes = event.changes if event is not None else ()
+        added = sum(change.added for change in changes)
+        graphs = ", ".join("the default graph" if c.graph is None else f"<{c.graph}>" for c in changes)
+        where = f" into {graphs}" if graphs else ""
+        print(f"cqels load: {added} new quads{where} in {seconds:.1f} s; the store in {args.data_dir} "
+              f"holds {total} quads")
     return EXIT_OK
 
 

@@ -111,11 +111,8 @@ class StoreError(CqelsError):
     """A failure of the static store (bad RDF, unknown graph, I/O)."""
 
 
-class RdfSyntaxError(StoreError):
-    """Malformed RDF in a load or a GSP body; the whole batch was rejected, nothing written.
-
-    ``line``/``column`` are 1-based (None when the parser gave no position).
-    """
+class LocatedStoreError(StoreError):
+    """A store error that points into the request text: ``line``/``column`` are 1-based, None when unknown."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None):
         super().__init__(message)
@@ -124,6 +121,17 @@ class RdfSyntaxError(StoreError):
 
     def to_json(self) -> dict:
         return {"error": str(self), "line": self.line, "column": self.column}
+
+
+class RdfSyntaxError(LocatedStoreError):
+    """Malformed RDF in a load or a GSP body; the whole batch was rejected, nothing written."""
+
+
+class UpdateError(LocatedStoreError):
+    """A SPARQL Update operation that cannot be carried out (CREATE of an existing graph, DROP of a
+    missing one without SILENT, a LOAD that fails, a dataset given twice); the whole request was
+    rolled back. ``line``/``column`` locate the operation in the request.
+    """
 
 
 class GraphNotFound(StoreError):

@@ -1,3 +1,137 @@
 """Known failures of the W3C SPARQL suites: test IRI → the reason. Add entries, do not rewrite."""
 
 KNOWN_FAILURES: dict[str, str] = {}
+
+# --------------------------------------------------------------------------- query evaluation over HTTP
+# (tests/test_w3c_eval_http.py). Every one of these fails the same way when the query runs on a bare
+# pyoxigraph.Store, without the endpoint: they are properties of pyoxigraph 0.5, not of our code.
+
+_R2 = "http://www.w3.org/2001/sw/DataAccess/tests/data-r2/"
+_S11 = "http://www.w3.org/2009/sparql/docs/tests/data-sparql11/"
+
+# pyoxigraph.Store keeps xsd numeric, boolean and date literals as values, so a stored literal comes
+# back in canonical form and integer subtypes come back as xsd:integer: "01"^^xsd:integer is "1",
+# "1.0e0"^^xsd:double is "1", "0"^^xsd:boolean is "false", "-3"^^xsd:negativeInteger is
+# "-3"^^xsd:integer. The expected results keep the data's lexical forms (and simple entailment
+# keeps "01" and "1" apart).
+_STORED = "pyoxigraph.Store canonicalises stored literals"
+# pyoxigraph writes a computed xsd:double/xsd:float in plain decimal notation ("32100", "0.4") and an
+# integral xsd:decimal without a fraction ("2"); the tests expect XSD canonical forms ("3.21E4", "2.0").
+_COMPUTED = "pyoxigraph's lexical form for computed numbers"
+# pyoxigraph evaluates GRAPH ?g { P } by binding ?g outside P, so ?g is already bound inside P
+# (Oxigraph lists these as "Our scoping of variables introduced by GRAPH is wrong").
+_GRAPH_SCOPE = "pyoxigraph binds the GRAPH variable inside the graph pattern"
+
+KNOWN_FAILURES.update(
+    {
+        _S11 + "aggregates/manifest#agg-min-01": f'{_STORED}: MIN gives the stored "1.0"^^xsd:decimal as "1"',
+        _S11 + "aggregates/manifest#agg-min-02": f'{_STORED}: MIN gives the stored "1.0"^^xsd:decimal as "1"',
+        _S11 + "aggregates/manifest#agg-max-01": f'{_STORED}: MAX gives the stored "3.0E4"^^xsd:double as "30000"',
+        _S11 + "aggregates/manifest#agg-max-02": f'{_STORED}: MAX gives the stored "3.0E4"^^xsd:double as "30000"',
+        _S11 + "aggregates/manifest#agg-min-distinct": f'{_STORED}: MIN gives "1.0"^^xsd:decimal as "1", '
+        '"1.0E2"^^xsd:double as "100"',
+        _S11 + "aggregates/manifest#agg-max-distinct": f'{_STORED}: MAX gives "2.0E3"^^xsd:double as "2000"',
+        _S11 + "aggregates/manifest#agg-sum-02": f'{_COMPUTED}: SUM is "32100"^^xsd:double, expected "3.21E4"',
+        _S11 + "aggregates/manifest#agg-avg-02": f'{_COMPUTED}: AVG is "0.2"^^xsd:double and "2"^^xsd:decimal, '
+        'expected "2.0E-1" and "2.0"',
+        _S11 + "aggregates/manifest#agg-err-02": f'{_COMPUTED}: AVG is "2.5"^^xsd:double and "2"^^xsd:decimal, '
+        'expected "2.5E0" and "2.0"',
+        _S11 + "aggregates/manifest#agg-groupconcat-04": "pyoxigraph's GROUP_CONCAT keeps the common language tag "
+        '("1 2"@en), so it is not = to the simple literal "1 2" the test compares it with',
+        _S11 + "aggregates/manifest#agg-groupconcat-06": "pyoxigraph's GROUP_CONCAT keeps the language tag of its "
+        'single element ("1"@en), so it is not = to the simple literal "1"',
+        _S11 + "aggregates/manifest#agg-empty-group-count-graph": f"{_GRAPH_SCOPE}: GRAPH ?g {{ SELECT "
+        "(COUNT(*) AS ?c) … }} gives one solution without ?g instead of one per graph",
+        _S11 + "bindings/manifest#graph": f"{_GRAPH_SCOPE}: VALUES (?g ?t) {{ (UNDEF \"foo\") }} inside GRAPH ?g "
+        "leaves ?g unbound instead of taking each graph name",
+        _S11 + "negation/manifest#graph-minus": f"{_GRAPH_SCOPE}: MINUS inside GRAPH ?g removes every solution",
+        _R2 + "graph/manifest#graph-variable-scope": f"{_GRAPH_SCOPE}: FILTER(BOUND(?g)) inside GRAPH ?g is true",
+        _R2 + "graph/manifest#graph-optional": f"{_GRAPH_SCOPE}: OPTIONAL {{ ?s ?p ?g }} inside GRAPH ?g joins "
+        "on the graph name",
+        _S11 + "cast/manifest#cast-bool": f'{_STORED}: ?v echoes "0"^^xsd:boolean as "false", "0.0"^^xsd:decimal '
+        'as "0", "0E1"^^xsd:double as "0"',
+        _S11 + "cast/manifest#cast-int": f'{_STORED}: ?v echoes "0"^^xsd:boolean as "false", "1.0"^^xsd:decimal '
+        'as "1"',
+        _S11 + "cast/manifest#cast-string": f'{_STORED}: ?v echoes "0"^^xsd:boolean as "false", so does '
+        'xsd:string(?v); "0.0"^^xsd:decimal as "0"',
+        _S11 + "cast/manifest#cast-float": f'{_COMPUTED}: xsd:float("-10.2E3") is "-10200", expected "-1.02E4" '
+        f"(and {_STORED})",
+        _S11 + "cast/manifest#cast-double": f'{_COMPUTED}: xsd:double("-10.2E3") is "-10200", expected "-1.02E4" '
+        f"(and {_STORED})",
+        _S11 + "cast/manifest#cast-decimal": f'{_COMPUTED}: xsd:decimal("13") is "13", expected "13.0" '
+        f"(and {_STORED})",
+        _S11 + "functions/manifest#plus-1-corrected": f'{_STORED}: "1.0"^^xsd:decimal comes back as "1", and '
+        'the sum as "3", expected "3.0"',
+        _S11 + "functions/manifest#plus-2-corrected": f'{_STORED}: "1.0"^^xsd:decimal comes back as "1", and '
+        'the sum as "3", expected "3.0"',
+        _S11 + "functions/manifest#coalesce01": f'{_COMPUTED}: ?o/?x is "0"^^xsd:decimal and "2"^^xsd:decimal, '
+        'expected "0.0" and "2.0"',
+        _S11 + "functions/manifest#bnode01": "pyoxigraph's BNODE(str) gives the same blank node for the same "
+        "string in every solution (_:BAZ); SPARQL scopes it to one solution, so there is no consistent "
+        "renaming of the blank nodes onto the expected ones",
+        _S11 + "property-path/manifest#zero_or_more_set_start": "pyoxigraph's ?s :p* <o> with <o> not in the "
+        "graph finds nothing; the zero-length path binds ?s to <o> (Oxigraph lists it as a known bug)",
+        _S11 + "property-path/manifest#zero_or_more_set_end": "pyoxigraph's <s> :p* ?o with <s> not in the "
+        "graph finds nothing; the zero-length path binds ?o to <s> (Oxigraph lists it as a known bug)",
+        _S11 + "property-path/manifest#zero_or_one_set_start": "pyoxigraph's ?s :p? <o> with <o> not in the "
+        "graph finds nothing; the zero-length path binds ?s to <o> (Oxigraph lists it as a known bug)",
+        _S11 + "property-path/manifest#zero_or_one_set_end": "pyoxigraph's <s> :p? ?o with <s> not in the "
+        "graph finds nothing; the zero-length path binds ?o to <s> (Oxigraph lists it as a known bug)",
+        _S11 + "csv-tsv-res/manifest#csv03": f'{_STORED}: "1.0e6"^^xsd:double is written 1000000, expected 1.0E6',
+        _S11 + "csv-tsv-res/manifest#tsv03": f'{_STORED}: "1.0e6"^^xsd:double comes back as "1000000" and '
+        '"-3"^^xsd:negativeInteger as "-3"^^xsd:integer',
+        _R2 + "open-world/manifest#open-eq-01": f'{_STORED}: the pattern\'s "001"^^xsd:integer matches the '
+        'graph\'s "1" and "01", which simple entailment keeps apart',
+        _R2 + "open-world/manifest#open-eq-03": f'{_STORED}: "01"^^xsd:integer comes back as "1"',
+        _R2 + "open-world/manifest#open-eq-04": f'{_STORED}: "02"^^xsd:integer comes back as "2"',
+        _R2 + "open-world/manifest#date-2": 'pyoxigraph compares xsd:date with XSD 1.1 rules (an implicit '
+        'timezone), so "2006-08-23Z" != "2006-08-23" holds; the test expects an error (no timezone, not '
+        'comparable) and fewer solutions. Oxigraph lists it: "We use XSD 1.1 equality on dates"',
+        _R2 + "open-world/manifest#date-3": f'{_STORED}: "2006-08-23+00:00"^^xsd:date comes back as "2006-08-23Z"',
+        _R2 + "expr-builtin/manifest#dawg-str-1": f'{_STORED}: STR of the stored "01"^^xsd:integer is "1", '
+        'of "1.0e0"^^xsd:double "1"',
+        _R2 + "expr-builtin/manifest#dawg-str-2": f'{_STORED}: STR of the stored "01"^^xsd:integer is "1", '
+        'so the FILTER on "01" finds nothing',
+        _R2 + "expr-builtin/manifest#dawg-datatype-1": f'{_STORED}: "1.0e0"^^xsd:double and "1.0"^^xsd:double '
+        'come back as "1"',
+        _R2 + "expr-builtin/manifest#sameTerm-simple": f'{_STORED}: "1.0"^^xsd:double and "1.0e0"^^xsd:double '
+        "become one term, so sameTerm matches across them",
+        _R2 + "expr-builtin/manifest#sameTerm-eq": f'{_STORED}: "1.0"^^xsd:double and "1.0e0"^^xsd:double '
+        "become one term, so sameTerm matches across them",
+        _R2 + "expr-builtin/manifest#sameTerm-not-eq": f'{_STORED}: "1.0"^^xsd:double and "1.0e0"^^xsd:double '
+        "become one term, so !sameTerm drops pairs of them",
+        _R2 + "expr-builtin/manifest#case-insensitive-booleans": "pyoxigraph's SPARQL parser rejects the "
+        "keywords TRUE and False (SPARQL keywords are case-insensitive); our parser accepts them",
+        _R2 + "expr-equals/manifest#eq-2-1": f'{_STORED}: "01"^^xsd:integer, "1.0e0"^^xsd:double … come back '
+        'as "1"',
+        _R2 + "expr-equals/manifest#eq-2-2": f'{_STORED}: "01"^^xsd:integer, "1.0e0"^^xsd:double … come back '
+        'as "1"',
+        _R2 + "expr-equals/manifest#eq-graph-1": f'{_STORED}: the pattern\'s "1"^^xsd:integer also matches the '
+        'stored "01"',
+        _R2 + "expr-equals/manifest#eq-graph-2": f'{_STORED}: the pattern\'s "1.0e0"^^xsd:double also matches '
+        'the stored "1.0" and "1"',
+        _R2 + "distinct/manifest#no-distinct-1": f'{_STORED}: "01"^^xsd:integer, "1.0e0"^^xsd:double, '
+        '"1.3e0"^^xsd:float … come back canonical',
+        _R2 + "distinct/manifest#distinct-1": f'{_STORED}: "01" and "1" (and other spellings of one number) '
+        "become one term, so DISTINCT keeps fewer solutions",
+        _R2 + "distinct/manifest#no-distinct-9": f'{_STORED}: "01"^^xsd:integer, "1.0e0"^^xsd:double, '
+        '"1.3e0"^^xsd:float … come back canonical',
+        _R2 + "distinct/manifest#distinct-9": f'{_STORED}: "01" and "1" (and other spellings of one number) '
+        "become one term, so DISTINCT keeps fewer solutions",
+        _R2 + "sort/manifest#dawg-sort-7": f'{_STORED}: "23.0"^^xsd:float comes back as "23"',
+    }
+)
+
+# --------------------------------------------------------------------------- Graph Store Protocol
+# (tests/test_w3c_graph_store.py, the deprecated prose manifest http-rdf-update/manifest.ttl).
+_GSP = "http://www.w3.org/2009/sparql/docs/tests/data-sparql11/http-rdf-update/manifest#"
+KNOWN_FAILURES.update(
+    {
+        _GSP + "get_of_post__existing_graph": (
+            "the deprecated prose expects person/1 as it was before both the PUT of put__graph_already_in_store "
+            '(v:fn "Jane Doe") and the POST it follows (foaf:name "Jane Doe"), while the next test, '
+            "get_of_post__multipart_formdata, expects both in the same graph; the replacement tests "
+            "post_get_post_get_direct/_indirect check the same POST and pass"
+        ),
+    }
+)

@@ -31,7 +31,6 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import format_window
 from cqels_endpoint.terms import XSD_INTEGER, IRI, Literal, Var
-from known_failures import KNOWN_FAILURES
 import w3c
 from w3c import SPARQL10, SPARQL11, W3CTest
 
@@ -82,7 +81,7 @@ def test_a_filter_on_variables_of_a_static_and_a_stream_operand_goes_to_the_stat
 
 EVALUATION_TESTS = [
     t
-    for t in w3c.tests_of_type(
+    for t in w3c.select_tests(
         sorted(SPARQL10.glob("*/manifest.ttl")) + sorted(SPARQL11.glob("*/manifest.ttl")), "QueryEvaluationTest"
     )
     if t.action is not None and t.action.suffix == ".rq"
@@ -115,8 +114,6 @@ def _same(one: object, other: object) -> bool:
 
 @pytest.mark.parametrize("test", EVALUATION_TESTS, ids=lambda t: t.id)
 def test_optimised_algebra_gives_the_results_of_the_query(test: W3CTest):
-    if test.iri in KNOWN_FAILURES:
-        pytest.skip(KNOWN_FAILURES[test.iri])
     text = test.action.read_text(encoding="utf-8")
     base = test.action.as_uri()
     if "SERVICE" in text.upper():

@@ -22,7 +22,7 @@ from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, Trip
 from cqels_endpoint.terms import XSD, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, IRI, Literal, Var
 from known_failures import KNOWN_FAILURES
 from w3c import SPARQL10, SPARQL11, W3CTest
-from w3c import tests_of_type as w3c_tests_of_type
+from w3c import select_tests as w3c_tests_of_type
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "queries"
 

@@ -11,9 +11,9 @@ import pytest
 
 from cqels_endpoint import parse_query, parse_update
 from cqels_endpoint.errors import QuerySyntaxError
-from known_failures import KNOWN_FAILURES
 from w3c import SPARQL10, SPARQL11, W3CTest
-from w3c import tests_of_type as w3c_tests  # not `tests_of_type`: pytest would collect it as a test
+from w3c import params as w3c_params
+from w3c import select_tests as w3c_tests
 
 SYNTAX_QUERY = [SPARQL11 / "syntax-query" / "manifest.ttl"]
 NEGATIVE_ONLY = [SPARQL11 / name / "manifest.ttl" for name in ("aggregates", "construct", "grouping")]
@@ -32,14 +32,6 @@ POSITIVE_UPDATES = w3c_tests(SYNTAX_UPDATE, "PositiveUpdateSyntaxTest11")
 NEGATIVE_UPDATES = w3c_tests(SYNTAX_UPDATE, "NegativeUpdateSyntaxTest11")
 
 
-def with_known_failures(tests: list[W3CTest]) -> list:
-    return [
-        pytest.param(test, id=test.id, marks=pytest.mark.xfail(reason=KNOWN_FAILURES[test.iri], strict=True))
-        if test.iri in KNOWN_FAILURES
-        else pytest.param(test, id=test.id)
-        for test in tests
-    ]
-
 
 def read(test: W3CTest) -> str:
     return test.action.read_text(encoding="utf-8")
@@ -56,24 +48,24 @@ def test_the_suites_have_the_expected_sizes() -> None:
     assert len(NEGATIVE_UPDATES) == 13
 
 
-@pytest.mark.parametrize("test", with_known_failures(POSITIVE_QUERIES))
+@pytest.mark.parametrize("test", w3c_params(POSITIVE_QUERIES))
 def test_positive_query_syntax(test: W3CTest) -> None:
     parse_query(read(test), base_iri=test.action.as_uri())
 
 
-@pytest.mark.parametrize("test", with_known_failures(NEGATIVE_QUERIES))
+@pytest.mark.parametrize("test", w3c_params(NEGATIVE_QUERIES))
 def test_negative_query_syntax(test: W3CTest) -> None:
     with pytest.raises(QuerySyntaxError) as raised:
         parse_query(read(test), base_iri=test.action.as_uri())
     assert type(raised.value) is QuerySyntaxError
 
 
-@pytest.mark.parametrize("test", with_known_failures(POSITIVE_UPDATES))
+@pytest.mark.parametrize("test", w3c_params(POSITIVE_UPDATES))
 def test_positive_update_syntax(test: W3CTest) -> None:
     parse_update(read(test), base_iri=test.action.as_uri())
 
 
-@pytest.mark.parametrize("test", with_known_failures(NEGATIVE_UPDATES))
+@pytest.mark.parametrize("test", w3c_params(NEGATIVE_UPDATES))
 def test_negative_update_syntax(test: W3CTest) -> None:
     with pytest.raises(QuerySyntaxError) as raised:
         parse_update(read(test), base_iri=test.action.as_uri())

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyoxigraph as ox
+import pytest
+from known_failures import KNOWN_FAILURES
 
 ROOT = Path(__file__).parent / "w3c-sparql" / "sparql"
 SPARQL10 = ROOT / "sparql10"
@@ -46,8 +48,9 @@ class W3CTest:
 
     @property
     def id(self) -> str:
-        """A short stable pytest id: ``<suite dir>/<entry name>``."""
-        return f"{self.manifest.parent.name}/{self.iri.rsplit('#', 1)[-1]}"
+        """A short, unique, stable pytest id: ``sparql10|sparql11/<suite dir>/<entry name>``."""
+        version = self.manifest.relative_to(ROOT).parts[0]
+        return f"{version}/{self.manifest.parent.name}/{self.iri.rsplit('#', 1)[-1]}"
 
 
 def _graph(path: Path) -> ox.Store:
@@ -56,20 +59,20 @@ def _graph(path: Path) -> ox.Store:
     return store
 
 
-def _objects(store: ox.Store, subject, predicate: str) -> list:
+def objects(store: ox.Store, subject, predicate: str) -> list:
     return [q.object for q in store.quads_for_pattern(subject, ox.NamedNode(predicate), None)]
 
 
-def _one(store: ox.Store, subject, predicate: str):
-    found = _objects(store, subject, predicate)
+def one(store: ox.Store, subject, predicate: str):
+    found = objects(store, subject, predicate)
     return found[0] if found else None
 
 
-def _list(store: ox.Store, head) -> list:
+def rdf_list(store: ox.Store, head) -> list:
     items = []
     while head is not None and head != RDF_NIL:
-        items.append(_one(store, head, RDF_FIRST.value))
-        head = _one(store, head, RDF_REST.value)
+        items.append(one(store, head, RDF_FIRST.value))
+        head = one(store, head, RDF_REST.value)
     return items
 
 
@@ -79,15 +82,15 @@ def _path(term) -> Path | None:
     return None
 
 
-def _graph_refs(store: ox.Store, subject, predicate: str) -> tuple[tuple[str, Path], ...]:
+def graph_refs(store: ox.Store, subject, predicate: str) -> tuple[tuple[str, Path], ...]:
     """``qt:graphData <file>`` or the update form ``[ ut:graph <file>; rdfs:label "iri" ]``."""
     refs = []
-    for obj in _objects(store, subject, predicate):
+    for obj in objects(store, subject, predicate):
         if isinstance(obj, ox.NamedNode):
             refs.append((obj.value, _path(obj)))
         else:
-            file = _one(store, obj, UT + "graph")
-            label = _one(store, obj, RDFS_LABEL.value)
+            file = one(store, obj, UT + "graph")
+            label = one(store, obj, RDFS_LABEL.value)
             refs.append((label.value if label is not None else file.value, _path(file)))
     return tuple(refs)
 
@@ -96,14 +99,14 @@ def load_tests(manifest: Path) -> Iterator[W3CTest]:
     """Every entry of ``manifest`` and of the manifests it includes, in manifest order."""
     store = _graph(manifest)
     root = ox.NamedNode(manifest.as_uri())
-    for included in _list(store, _one(store, root, MF + "include")):
+    for included in rdf_list(store, one(store, root, MF + "include")):
         yield from load_tests(_path(included))
-    for entry in _list(store, _one(store, root, MF + "entries")):
-        types = [t.value for t in _objects(store, entry, RDF_TYPE.value) if t.value.startswith(MF)]
-        name = _one(store, entry, MF + "name")
-        action = _one(store, entry, MF + "action")
-        result = _one(store, entry, MF + "result")
-        approval = _one(store, entry, DAWGT + "approval")
+    for entry in rdf_list(store, one(store, root, MF + "entries")):
+        types = [t.value for t in objects(store, entry, RDF_TYPE.value) if t.value.startswith(MF)]
+        name = one(store, entry, MF + "name")
+        action = one(store, entry, MF + "action")
+        result = one(store, entry, MF + "result")
+        approval = one(store, entry, DAWGT + "approval")
         test = dict(
             iri=entry.value,
             type=types[0].removeprefix(MF) if types else "",
@@ -114,25 +117,35 @@ def load_tests(manifest: Path) -> Iterator[W3CTest]:
         if isinstance(action, ox.NamedNode):
             test["action"] = _path(action)
         elif action is not None:
-            query = _one(store, action, QT + "query") or _one(store, action, UT + "request")
+            query = one(store, action, QT + "query") or one(store, action, UT + "request")
             test["action"] = _path(query) if query is not None else None
             test["data"] = tuple(
-                _path(d) for d in _objects(store, action, QT + "data") + _objects(store, action, UT + "data")
+                _path(d) for d in objects(store, action, QT + "data") + objects(store, action, UT + "data")
             )
-            test["graph_data"] = _graph_refs(store, action, QT + "graphData") + _graph_refs(
+            test["graph_data"] = graph_refs(store, action, QT + "graphData") + graph_refs(
                 store, action, UT + "graphData"
             )
             test["extra"] = {"action_node": action, "store": store}
         if isinstance(result, ox.NamedNode):
             test["result"] = _path(result)
         elif result is not None:
-            data = _one(store, result, UT + "data")
+            data = one(store, result, UT + "data")
             test["result"] = _path(data) if data is not None else None
-            test["result_graph_data"] = _graph_refs(store, result, UT + "graphData")
+            test["result_graph_data"] = graph_refs(store, result, UT + "graphData")
         yield W3CTest(**test)
 
 
-def tests_of_type(manifests: list[Path], *types: str) -> list[W3CTest]:
+def params(tests: list[W3CTest]) -> list:
+    """``pytest.param``s of ``tests`` (ids = ``test.id``), strict xfail for the entries of KNOWN_FAILURES."""
+    return [
+        pytest.param(test, id=test.id, marks=pytest.mark.xfail(reason=KNOWN_FAILURES[test.iri], strict=True))
+        if test.iri in KNOWN_FAILURES
+        else pytest.param(test, id=test.id)
+        for test in tests
+    ]
+
+
+def select_tests(manifests: list[Path], *types: str) -> list[W3CTest]:
     """The entries of the given types (local names) from several manifests, withdrawn ones dropped."""
     found = []
     for manifest in manifests:

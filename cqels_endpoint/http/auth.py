@@ -1,0 +1,48 @@
+"""Bearer-token protection of writes; reads stay open.
+
+With ``auth_token`` configured, every write (``/update``, ``/store`` PUT/POST/DELETE, and the
+stream and query registration endpoints of later issues) needs ``Authorization: Bearer <token>``;
+otherwise 401 with a ``WWW-Authenticate`` challenge (RFC 6750). Tokens are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+from collections.abc import Callable
+
+from flask import Response, abort, request
+
+from cqels_endpoint.http.context import endpoint
+from cqels_endpoint.http.errors import unauthorized
+
+
+def write_denial() -> Response | None:
+    """The 401 response for the current request, or None when it may write."""
+    token = endpoint().config.auth_token
+    if token is None:
+        return None
+    scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not given.strip():
+        return unauthorized("this server requires 'Authorization: Bearer <token>' for writes", invalid_token=False)
+    if not hmac.compare_digest(given.strip().encode(), token.encode()):
+        return unauthorized("the bearer token is wrong", invalid_token=True)
+    return None
+
+
+def require_write_access() -> None:
+    """Abort with 401 unless the current request may write."""
+    denial = write_denial()
+    if denial is not None:
+        abort(denial)
+
+
+def write_access(view: Callable) -> Callable:
+    """Decorate a view that only writes: the token is checked before the body is read."""
+
+    @functools.wraps(view)
+    def guarded(*args, **kwargs):
+        require_write_access()
+        return view(*args, **kwargs)
+
+    return guarded

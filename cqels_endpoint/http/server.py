@@ -1,0 +1,114 @@
+"""Serving the app with waitress: in the foreground for ``cqels serve``, or in a thread for tests.
+
+>>> from flask import Flask
+>>> app = Flask("demo"); _ = app.route("/")(lambda: "hi")
+>>> base_url, stop = serve_in_thread(app)
+>>> import urllib.request; urllib.request.urlopen(base_url + "/").read()
+b'hi'
+>>> stop()
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+
+from waitress.server import BaseWSGIServer, create_server
+
+_STOP_WAIT_S = 10.0
+
+
+# waitress's own cap on request bodies (its default). It answers a body over its cap with a plain
+# text 413 before the app runs; below it, the app's limit (Flask's MAX_CONTENT_LENGTH) answers
+# with a JSON 413. So waitress's cap is never set below the app's.
+_WAITRESS_BODY_CAP = 1 << 30
+
+
+def _create(app, host: str, port: int, max_body_bytes: int | None, threads: int):
+    return create_server(
+        app,
+        host=host,
+        port=port,
+        threads=threads,
+        max_request_body_size=max(max_body_bytes or 0, _WAITRESS_BODY_CAP),
+    )
+
+
+def _socket_map(server) -> dict:
+    """The socket map the server's loop polls (waitress keeps it private on a single listener)."""
+    return server._map if isinstance(server, BaseWSGIServer) else server.map
+
+
+def _listeners(server) -> list[BaseWSGIServer]:
+    """The listening servers: one, or several when ``host`` resolves to several addresses."""
+    if isinstance(server, BaseWSGIServer):
+        return [server]
+    return [s for s in server.map.values() if isinstance(s, BaseWSGIServer)]
+
+
+def _base_url(server) -> str:
+    listener = _listeners(server)[0]
+    host = listener.effective_host
+    host = f"[{host}]" if ":" in str(host) else host
+    return f"http://{host}:{listener.effective_port}"
+
+
+def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0) -> tuple[str, Callable[[], None]]:
+    """Serve ``app`` from a background thread on ``host:port`` (0: a free port).
+
+    Returns ``(base_url, stop)``; ``stop()`` closes every connection and waits for the thread.
+    """
+    server = _create(app, host, port, max_body_bytes=None, threads=4)
+    thread = threading.Thread(target=server.run, name=f"waitress {host}:{port}", daemon=True)
+    thread.start()
+    stopped = threading.Event()
+
+    def close_all() -> None:
+        # Runs inside the server's loop thread (via its trigger), where closing sockets is safe;
+        # an empty socket map ends the loop.
+        from waitress import wasyncore
+
+        wasyncore.close_all(_socket_map(server))
+
+    def stop() -> None:
+        if stopped.is_set():
+            return
+        stopped.set()
+        _listeners(server)[0].trigger.pull_trigger(close_all)
+        thread.join(_STOP_WAIT_S)
+        server.task_dispatcher.shutdown()
+
+    return _base_url(server), stop
+
+
+def serve(
+    app,
+    host: str,
+    port: int,
+    *,
+    max_body_bytes: int | None = None,
+    threads: int = 8,
+    on_listen: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``app`` in the foreground until SIGINT or SIGTERM, then return after closing.
+
+    ``on_listen(base_url)`` is called once the socket listens (with the real port when 0 was asked).
+    """
+    server = _create(app, host, port, max_body_bytes, threads)
+
+    def terminate(signum, frame) -> None:
+        # waitress's run() treats SystemExit as "shut down": it closes its sockets and threads.
+        raise SystemExit(0)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        if on_listen is not None:
+            on_listen(_base_url(server))
+        try:
+            server.run()
+        except KeyboardInterrupt:
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.task_dispatcher.shutdown()

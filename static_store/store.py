@@ -1,0 +1,339 @@
+"""``StaticStore``: the one owner of the pyoxigraph store — queries, updates, the Graph Store
+Protocol's graph operations, bulk loads — and the source of change events.
+
+Writers take the store's write lock (one at a time, re-entrant so an observer may write);
+queries never take it. Every write that changes the content commits, bumps ``version``, and
+then, still under the lock so observers see versions in order, emits exactly one ``ChangeEvent``.
+A write that changes nothing emits nothing. Observers should be quick (schedule work, do not do it).
+
+pyoxigraph's Python API has no multi-statement transaction, so an Update request is applied
+operation by operation (and undone as a whole if one fails): a query evaluated in-process while
+such a request runs may see the state between two of its operations. A query with a timeout forks
+under the write lock and therefore always sees whole requests.
+
+On disk, ``path`` is a directory the store owns: the pyoxigraph (RocksDB) database lives in
+``path/oxigraph`` and the version counters in ``path/versions.json``, so versions keep growing
+across restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import pyoxigraph as ox
+
+from cqels_endpoint import parse_query, parse_update
+from cqels_endpoint.errors import EndpointError, GraphNotFound, StoreError
+from cqels_endpoint.query import ast
+from static_store.checks import check_request, evaluation_error
+from static_store.convert import GraphTerm, graph_name, graph_term
+from static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes
+from static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
+from static_store.load import bulk_load, parse_graph
+from static_store.results import QueryKind, QueryResult, serialize_evaluation
+from static_store.timeout import EvaluationFailed, evaluate_in_child
+from static_store.update import UpdateRequest
+
+T = TypeVar("T")
+
+_KINDS: dict[type, QueryKind] = {
+    ast.SelectQuery: "SELECT",
+    ast.AskQuery: "ASK",
+    ast.ConstructQuery: "CONSTRUCT",
+    ast.DescribeQuery: "DESCRIBE",
+}
+
+
+class StaticStore:
+    """The static RDF store: in memory (``path=None``) or on disk in the directory ``path``."""
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self._lock = threading.RLock()
+        self._observers = Observers()
+        self._versions_file: Path | None = None
+        self.path = None if path is None else Path(path)
+        if self.path is None:
+            self._store: ox.Store | None = ox.Store()
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            try:
+                self._store = ox.Store(str(self.path / "oxigraph"))
+            except OSError as error:
+                msg = (
+                    f"cannot open the store in {self.path}: {error}; if another cqels process "
+                    "(a running server?) uses this data directory, stop it or go through its HTTP endpoint"
+                )
+                raise StoreError(msg) from error
+            self._versions_file = self.path / "versions.json"
+        self._version, self._graph_versions = self._read_versions()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Flush and release the database (an on-disk store can then be reopened)."""
+        with self._lock:
+            if self._store is not None and self.path is not None:
+                self._store.flush()
+            self._store = None
+
+    def __enter__(self) -> StaticStore:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    @property
+    def _ox(self) -> ox.Store:
+        if self._store is None:
+            raise StoreError("the store is closed")
+        return self._store
+
+    # ------------------------------------------------------------------ change events
+
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer(event)`` after every committed write that changed something; returns unsubscribe."""
+        return self._observers.subscribe(observer)
+
+    @property
+    def version(self) -> int:
+        """Bumped by every write that changed the content; never decreases, also across restarts."""
+        return self._version
+
+    def graph_version(self, graph: str | None) -> int:
+        """The version of the last write that changed ``graph`` (0 if none did)."""
+        return self._graph_versions.get(graph, 0)
+
+    # ------------------------------------------------------------------ reading
+
+    def __len__(self) -> int:
+        return len(self._ox)
+
+    def __iter__(self) -> Iterator[ox.Quad]:
+        """Every quad of every graph, as pyoxigraph quads."""
+        return iter(self._ox)
+
+    def named_graphs(self) -> list[str]:
+        return sorted(graph_name(g) for g in self._ox.named_graphs())
+
+    def has_graph(self, graph: str | None) -> bool:
+        """The default graph always exists; a named graph once written to or created, until dropped."""
+        return graph is None or self._ox.contains_named_graph(self._graph(graph))
+
+    def get_graph(self, graph: str | None, media_type: str) -> bytes:
+        """The triples of ``graph`` in ``media_type`` (N-Quads/TriG keep the graph name)."""
+        fmt = rdf_format(media_type)
+        term = self._graph(graph)
+        if not self.has_graph(graph):
+            raise GraphNotFound(f"the store has no graph <{graph}>")
+        return serialize_graph(self._ox.quads_for_pattern(None, None, None, term), fmt)
+
+    def query(
+        self,
+        text: str,
+        *,
+        base_iri: str | None = None,
+        default_graph_uris: Sequence[str] | None = None,
+        named_graph_uris: Sequence[str] | None = None,
+        timeout: float | None = None,
+        allow_remote: bool = False,
+    ) -> QueryResult:
+        """Evaluate a one-shot SPARQL query (no STREAM/WINDOW: those are registered, not run once).
+
+        ``default_graph_uris``/``named_graph_uris`` (the protocol's dataset) replace the query's
+        FROM/FROM NAMED. With ``timeout`` (seconds) the query runs in a child process that is
+        killed at the deadline (``QueryTimeoutError``); ``None``/0 evaluates in this process.
+        """
+        parsed = parse_query(text, base_iri, allow_streams=False)
+        check_request(parsed, text, allow_remote=allow_remote)
+        options: dict = {"base_iri": base_iri}
+        if default_graph_uris or named_graph_uris:
+            options["default_graph"] = [self._protocol_graph(iri) for iri in default_graph_uris or ()]
+            options["named_graphs"] = [self._protocol_graph(iri) for iri in named_graph_uris or ()]
+        store = self._ox
+
+        def evaluate() -> bytes:
+            return serialize_evaluation(store.query(text, **options))
+
+        try:
+            payload = evaluate_in_child(evaluate, timeout, self._lock) if timeout else evaluate()
+        except EvaluationFailed as failure:
+            raise evaluation_error(failure.kind, failure.message, text, parsed) from None
+        except (SyntaxError, OSError, RuntimeError, ValueError) as error:
+            message = error.msg if isinstance(error, SyntaxError) else str(error)
+            raise evaluation_error(type(error).__name__, message, text, parsed) from None
+        return QueryResult(_KINDS[type(parsed.form)], payload)
+
+    # ------------------------------------------------------------------ writing
+
+    def update(
+        self,
+        text: str,
+        *,
+        base_iri: str | None = None,
+        using_graph_uris: Sequence[str] | None = None,
+        using_named_graph_uris: Sequence[str] | None = None,
+        allow_remote: bool = False,
+        allow_files: bool = False,
+    ) -> ChangeEvent | None:
+        """Run a SPARQL Update request, all or nothing; its change event, or None if nothing changed.
+
+        ``LOAD``/``SERVICE`` of http(s) IRIs need ``allow_remote``, ``LOAD <file:…>`` needs
+        ``allow_files`` (``RemoteAccessError`` otherwise, unless the LOAD is SILENT).
+        """
+        parsed = parse_update(text, base_iri)
+        check_request(parsed, text, allow_remote=allow_remote)
+        for iri in (*(using_graph_uris or ()), *(using_named_graph_uris or ())):
+            self._protocol_graph(iri)
+
+        def run(batch: WriteBatch) -> None:
+            request = UpdateRequest(
+                self._ox,
+                batch,
+                parsed,
+                using_graph_uris=using_graph_uris,
+                using_named_graph_uris=using_named_graph_uris,
+                allow_remote=allow_remote,
+                allow_files=allow_files,
+            )
+            request.run()
+
+        return self._write(run)[1]
+
+    def put_graph(
+        self, graph: str | None, data: bytes | str, media_type: str, base_iri: str | None = None
+    ) -> tuple[bool, ChangeEvent | None]:
+        """Replace ``graph`` by the RDF in ``data``; ``(created, event)``, created when the graph is new
+        (for the default graph, which always exists: when it was empty)."""
+        return self._write_graph(graph, data, media_type, base_iri, replace=True)
+
+    def post_graph(
+        self, graph: str | None, data: bytes | str, media_type: str, base_iri: str | None = None
+    ) -> tuple[bool, ChangeEvent | None]:
+        """Merge the RDF in ``data`` into ``graph``; ``(created, event)``, created when the graph is new
+        (for the default graph, which always exists: when it was empty)."""
+        return self._write_graph(graph, data, media_type, base_iri, replace=False)
+
+    def delete_graph(self, graph: str | None) -> ChangeEvent | None:
+        """Drop a named graph, or empty the default graph; ``GraphNotFound`` for a missing named graph."""
+        term = self._graph(graph)
+
+        def drop(batch: WriteBatch) -> None:
+            if not self.has_graph(graph):
+                raise GraphNotFound(f"the store has no graph <{graph}>")
+            batch.drop(term)
+
+        return self._write(drop)[1]
+
+    def load(
+        self,
+        source: str | os.PathLike | bytes,
+        *,
+        media_type: str | None = None,
+        graph: str | None = None,
+        base_iri: str | None = None,
+        progress: bool = False,
+    ) -> ChangeEvent | None:
+        """Bulk-load a file (syntax from ``media_type`` or the extension) or bytes (``media_type`` needed).
+
+        N-Triples, N-Quads, Turtle, TriG, RDF/XML, JSON-LD (and N3). One transaction: malformed
+        data (``RdfSyntaxError`` with line/column) writes nothing. Triples go into ``graph``; the
+        named graphs of TriG/N-Quads keep their names. Relative IRIs in a file resolve against the
+        file's own ``file:`` IRI unless ``base_iri`` is given. ``progress`` shows a tqdm bar.
+        """
+        if isinstance(source, bytes):
+            if media_type is None:
+                raise StoreError("loading bytes needs a media_type: there is no file name to guess from")
+            document: Path | bytes = source
+        else:
+            document = Path(source)
+            if not document.is_file():
+                raise FileNotFoundError(f"no such file: {document}")
+            if base_iri is None:
+                base_iri = document.resolve().as_uri()
+        fmt = rdf_format(media_type) if media_type is not None else rdf_format_for_path(document)
+        term = self._graph(graph)
+        with self._lock:
+            counts = bulk_load(self._ox, document, fmt, term, base_iri, progress)
+            if not isinstance(term, ox.DefaultGraph) and not self._ox.contains_named_graph(term):
+                self._ox.add_graph(term)  # an empty document still makes the graph exist
+            return self._commit(counts)
+
+    # ------------------------------------------------------------------ internals
+
+    def _write(self, action: Callable[[WriteBatch], T]) -> tuple[T, ChangeEvent | None]:
+        """Run ``action`` on a fresh batch under the write lock; undo it all if it raises."""
+        with self._lock:
+            batch = WriteBatch(self._ox)
+            try:
+                outcome = action(batch)
+            except BaseException:
+                batch.rollback()
+                raise
+            return outcome, self._commit(batch.counts())
+
+    def _write_graph(
+        self, graph: str | None, data: bytes | str, media_type: str, base_iri: str | None, *, replace: bool
+    ) -> tuple[bool, ChangeEvent | None]:
+        """Write one graph. The default graph always exists, so writing into it while it is empty
+        counts as creating it: the Graph Store Protocol answers 201 then, as for a new named graph."""
+        fmt = rdf_format(media_type)
+        term = self._graph(graph)
+        quads = parse_graph(data, fmt, term, base_iri)  # before the lock: a bad body never waits nor writes
+
+        def write(batch: WriteBatch) -> bool:
+            # Decided under the write lock, so two concurrent writers cannot both report created.
+            if isinstance(term, ox.DefaultGraph):
+                created = next(iter(self._ox.quads_for_pattern(None, None, None, term)), None) is None
+            else:
+                created = not self.has_graph(graph)
+            batch.create(term)
+            if replace:
+                batch.replace(term, quads)
+            else:
+                batch.add(quads)
+            return created
+
+        return self._write(write)
+
+    def _commit(self, counts: dict[str | None, tuple[int, int]]) -> ChangeEvent | None:
+        changes = sorted_changes(counts)
+        if not changes:
+            return None
+        self._version += 1
+        for change in changes:
+            self._graph_versions[change.graph] = self._version
+        self._save_versions()
+        event = ChangeEvent(self._version, changes)
+        self._observers.notify(event)
+        return event
+
+    def _graph(self, graph: str | None) -> GraphTerm:
+        try:
+            return graph_term(graph)
+        except ValueError as error:
+            raise EndpointError(f"invalid graph IRI <{graph}>: {error}", 400) from None
+
+    def _protocol_graph(self, iri: str) -> ox.NamedNode:
+        try:
+            return ox.NamedNode(iri)
+        except ValueError as error:
+            raise EndpointError(f"invalid graph IRI <{iri}> in the request's dataset: {error}", 400) from None
+
+    def _read_versions(self) -> tuple[int, dict[str | None, int]]:
+        if self._versions_file is None or not self._versions_file.exists():
+            return 0, {}
+        saved = json.loads(self._versions_file.read_text(encoding="utf-8"))
+        return int(saved["version"]), {name: int(version) for name, version in saved["graphs"]}
+
+    def _save_versions(self) -> None:
+        if self._versions_file is None:
+            return
+        state = {"version": self._version, "graphs": [[name, v] for name, v in self._graph_versions.items()]}
+        scratch = self._versions_file.with_suffix(".json.tmp")
+        scratch.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(scratch, self._versions_file)  # atomic: a crash leaves the old or the new file

@@ -1,0 +1,177 @@
+"""Evaluating a query in a forked child that is killed at its deadline.
+
+pyoxigraph (0.5) cannot cancel a running query (oxigraph issue #1926), and a thread cannot be
+killed, so a query with a timeout runs in a child process: ``os.fork`` gives it the store's
+memory (copy-on-write) and open database for free, it evaluates and writes the serialised result
+into a pipe, and the parent reads with a deadline; past it the child gets ``SIGKILL`` and is reaped
+before ``QueryTimeoutError`` is raised, so nothing keeps running.
+
+The caller forks while holding the store's write lock, so no write through the store is half-done
+in the child's copy. Only the forking thread exists in the child, though: if another thread —
+typically one of RocksDB's background threads, flushing or compacting an on-disk store — held a
+lock at that instant, the child blocks on it forever. Such a child is recognisable for certain: it
+has a single thread and sleeps in a futex wait, which nothing can ever end. The parent watches for
+that (Linux ``/proc``), kills the child and forks again, within the same deadline. A child whose
+parent died ends itself (``SIGALRM``) a second past the deadline.
+
+Cost, measured on the development machine (2 cores) for ``ASK { ?s ?p ?o }``: 3.8 ms forked
+against 0.2 ms in-process with a 55 MiB process; 10 ms forked with 500 000 quads in memory
+(408 MiB), as fork copies the page tables. A query without a timeout skips all this.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+import selectors
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable
+
+from cqels_endpoint.errors import QueryTimeoutError
+
+log = logging.getLogger(__name__)
+
+
+class EvaluationFailed(Exception):
+    """The child's evaluation raised: the exception's class name and message, for the caller to map."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+_OK = b"0"
+_DEADLOCKED = object()  # marks an attempt whose child was found deadlocked (and killed)
+_FAILED = b"1"
+_CHUNK = 1 << 20
+_POLL = 0.05  # seconds between deadlock checks while waiting for the child
+# The futex system call number, for kernels that hide /proc/<pid>/wchan.
+_FUTEX_SYSCALL = {"x86_64": "202", "aarch64": "98", "arm64": "98"}.get(platform.machine())
+
+
+def evaluate_in_child(
+    evaluate: Callable[[], bytes], timeout: float, fork_lock: threading.RLock, describe: str = "query"
+) -> bytes:
+    """Run ``evaluate`` in a forked child; its bytes, or ``QueryTimeoutError`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        data = _attempt(evaluate, deadline, fork_lock)
+        if data is _DEADLOCKED:
+            # A lock inherited mid-use: fork again, the other thread has moved on by now.
+            log.info("the %s's child process deadlocked on a lock held at fork time; forking again", describe)
+            continue
+        if data is None:
+            msg = f"the {describe} ran longer than {timeout:g} s and was stopped; simplify it or raise the timeout"
+            raise QueryTimeoutError(msg)
+        return _decode(data)
+
+
+def _attempt(evaluate: Callable[[], bytes], deadline: float, fork_lock: threading.RLock):
+    """One child: its output, None past the deadline, or ``_DEADLOCKED`` (the child is gone in both cases)."""
+    read_fd, write_fd = os.pipe()
+    with fork_lock, warnings.catch_warnings():
+        # Python ≥ 3.12 warns about fork in a threaded process; the deadlock it warns of is handled here.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        _child(evaluate, read_fd, write_fd, deadline)  # never returns
+    os.close(write_fd)
+    try:
+        outcome = _read_until(read_fd, deadline, pid)
+    except BaseException:
+        _kill(pid)
+        raise
+    finally:
+        os.close(read_fd)
+    if outcome is None or outcome is _DEADLOCKED:
+        _kill(pid)
+    else:
+        os.waitpid(pid, 0)
+    return outcome
+
+
+def _child(evaluate: Callable[[], bytes], read_fd: int, write_fd: int, deadline: float) -> None:
+    """The child's whole life: evaluate, write status + payload, exit without running any cleanup."""
+    code = 0
+    try:
+        os.close(read_fd)
+        # Self-destruct a second after the deadline, in case the parent died and cannot kill us:
+        # SIGALRM's default action ends the process even inside pyoxigraph's Rust code.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, math.ceil(deadline - time.monotonic())) + 1)
+        try:
+            message = _OK + evaluate()
+        except Exception as error:  # reported to the parent, which raises it there
+            text = error.msg if isinstance(error, SyntaxError) else str(error)
+            message = _FAILED + json.dumps({"type": type(error).__name__, "message": text}).encode()
+        view = memoryview(message)
+        while view:
+            written = os.write(write_fd, view)
+            view = view[written:]
+    except BaseException:
+        code = 1
+    finally:
+        # ``_exit``: no atexit handlers, no flushing of buffers inherited from the parent.
+        os._exit(code)
+
+
+def _read_until(fd: int, deadline: float, pid: int):
+    """Everything written to ``fd`` until EOF; None if the deadline passes first; ``_DEADLOCKED``."""
+    chunks = []
+    stuck_polls = 0
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if not selector.select(min(remaining, _POLL)):
+                # Two polls in a row: a deadlock is permanent, a glimpse of something else is not.
+                stuck_polls = stuck_polls + 1 if _deadlocked(pid) else 0
+                if stuck_polls >= 2:
+                    return _DEADLOCKED
+                continue
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+def _deadlocked(pid: int) -> bool:
+    """Whether the child is single-threaded and waiting on a futex: no thread is left to wake it."""
+    proc = f"/proc/{pid}"
+    try:
+        if len(os.listdir(f"{proc}/task")) != 1:
+            return False
+        with open(f"{proc}/wchan") as f:
+            wchan = f.read()
+        if wchan not in ("", "0"):
+            return "futex" in wchan
+        with open(f"{proc}/syscall") as f:
+            return _FUTEX_SYSCALL is not None and f.read().split(" ", 1)[0] == _FUTEX_SYSCALL
+    except OSError:
+        return False  # no /proc (not Linux) or the child just exited: only the deadline applies
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)  # reap it: no zombie left behind
+
+
+def _decode(data: bytes) -> bytes:
+    if data[:1] == _OK:
+        return data[1:]
+    if data[:1] == _FAILED:
+        failure = json.loads(data[1:])
+        raise EvaluationFailed(failure["type"], failure["message"])
+    raise EvaluationFailed("ChildProcessError", "the evaluating process died without an answer")

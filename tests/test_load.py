@@ -1,0 +1,180 @@
+"""Bulk load: every RDF syntax, exact counts, all-or-nothing, progress bar, and ``cqels load``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from cqels_endpoint.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from cqels_endpoint.errors import RdfSyntaxError, StoreError, UnsupportedMediaType
+from static_store import StaticStore
+
+EX = "http://example.org/"
+G = EX + "g"
+
+# One dataset: two default-graph triples (one with a blank node) and one triple in <g>.
+QUADS = [
+    ox.Quad(ox.NamedNode(EX + "a"), ox.NamedNode(EX + "p"), ox.Literal("1")),
+    ox.Quad(ox.NamedNode(EX + "a"), ox.NamedNode(EX + "q"), ox.BlankNode("b")),
+    ox.Quad(ox.NamedNode(EX + "a"), ox.NamedNode(EX + "p"), ox.Literal("2"), ox.NamedNode(G)),
+]
+TRIPLE_SYNTAXES = {".nt": ox.RdfFormat.N_TRIPLES, ".ttl": ox.RdfFormat.TURTLE, ".rdf": ox.RdfFormat.RDF_XML,
+                   ".owl": ox.RdfFormat.RDF_XML, ".xml": ox.RdfFormat.RDF_XML, ".jsonld": ox.RdfFormat.JSON_LD}
+DATASET_SYNTAXES = {".nq": ox.RdfFormat.N_QUADS, ".trig": ox.RdfFormat.TRIG}
+
+
+def write(path: Path, quads, fmt: ox.RdfFormat) -> Path:
+    path.write_bytes(ox.serialize(quads, format=fmt) if fmt.supports_datasets else
+                     ox.serialize([q.triple for q in quads], format=fmt))
+    return path
+
+
+def canonical(quads) -> ox.Dataset:
+    dataset = ox.Dataset(quads)
+    dataset.canonicalize(ox.CanonicalizationAlgorithm.UNSTABLE)
+    return dataset
+
+
+def counts(event) -> dict:
+    return {c.graph: (c.added, c.removed) for c in event.changes}
+
+
+@pytest.fixture
+def store():
+    with StaticStore() as store:
+        yield store
+
+
+@pytest.mark.parametrize("extension", list(TRIPLE_SYNTAXES))
+def test_triple_syntaxes_by_extension(store, tmp_path, extension):
+    default_triples = QUADS[:2]
+    path = write(tmp_path / f"data{extension}", default_triples, TRIPLE_SYNTAXES[extension])
+    assert counts(store.load(path)) == {None: (2, 0)}
+    assert canonical(store) == canonical(default_triples)
+    # Into a named graph: the same triples again, now in <g>.
+    assert counts(store.load(path, graph=G)) == {G: (2, 0)}
+    assert len(store) == 4
+
+
+@pytest.mark.parametrize("extension", list(DATASET_SYNTAXES))
+def test_dataset_syntaxes_keep_their_graphs(store, tmp_path, extension):
+    path = write(tmp_path / f"data{extension}", QUADS, DATASET_SYNTAXES[extension])
+    assert counts(store.load(path)) == {None: (2, 0), G: (1, 0)}
+    assert canonical(store) == canonical(QUADS)
+
+
+def test_graph_option_takes_only_the_default_graph_of_a_dataset(store, tmp_path):
+    path = write(tmp_path / "data.nq", QUADS, ox.RdfFormat.N_QUADS)
+    other = EX + "other"
+    assert counts(store.load(path, graph=other)) == {G: (1, 0), other: (2, 0)}
+    assert store.named_graphs() == [G, other]
+
+
+def test_counts_are_exact(store, tmp_path):
+    path = tmp_path / "dups.nt"
+    path.write_text(f'<{EX}a> <{EX}p> "1" .\n' * 3 + f'<{EX}a> <{EX}p> "2" .\n', encoding="utf-8")
+    store.update(f'INSERT DATA {{ <{EX}a> <{EX}p> "2" }}')
+    assert counts(store.load(path)) == {None: (1, 0)}  # one duplicated line, one already present
+    assert store.load(path) is None
+
+
+def test_blank_nodes_are_fresh_per_load(store, tmp_path):
+    path = write(tmp_path / "b.nt", QUADS[1:2], ox.RdfFormat.N_TRIPLES)
+    store.load(path)
+    assert counts(store.load(path)) == {None: (1, 0)}
+
+
+def test_relative_iris_resolve_against_the_file(store, tmp_path):
+    path = tmp_path / "rel.ttl"
+    path.write_text('<#me> <#name> "me" .', encoding="utf-8")
+    store.load(path)
+    assert store.query(f'ASK {{ <{path.resolve().as_uri()}#me> ?p "me" }}').boolean
+    store.load(path, base_iri=EX)
+    assert store.query(f'ASK {{ <{EX}#me> ?p "me" }}').boolean
+
+
+def test_malformed_file_writes_nothing(store, tmp_path):
+    path = tmp_path / "bad.nt"
+    path.write_text("".join(f'<{EX}s{i}> <{EX}p> "{i}" .\n' for i in range(1000)) + f"<{EX}x> <{EX}p> .\n",
+                    encoding="utf-8")
+    with pytest.raises(RdfSyntaxError) as raised:
+        store.load(path)
+    assert raised.value.line == 1001 and raised.value.column is not None
+    assert "bad.nt" in str(raised.value) and "line 1001" in str(raised.value)
+    assert len(store) == 0 and store.version == 0
+
+
+def test_bytes_need_a_media_type(store):
+    data = f'<{EX}a> <{EX}p> "1" .'.encode()
+    assert counts(store.load(data, media_type="text/turtle", graph=G)) == {G: (1, 0)}
+    with pytest.raises(StoreError):
+        store.load(data)
+
+
+def test_unknown_extension_and_missing_file(store, tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("a,b\n", encoding="utf-8")
+    with pytest.raises(UnsupportedMediaType) as raised:
+        store.load(path)
+    assert ".ttl" in str(raised.value)
+    with pytest.raises(RdfSyntaxError):
+        store.load(path, media_type="application/n-triples")  # the media type wins over the extension
+    with pytest.raises(FileNotFoundError):
+        store.load(tmp_path / "missing.ttl")
+
+
+def test_empty_file_into_a_graph_creates_it(store, tmp_path):
+    path = tmp_path / "empty.ttl"
+    path.write_text("", encoding="utf-8")
+    assert store.load(path, graph=G) is None
+    assert store.has_graph(G)
+
+
+def test_progress_bar(store, tmp_path, capsys):
+    path = write(tmp_path / "data.nt", QUADS[:2], ox.RdfFormat.N_TRIPLES)
+    store.load(path, progress=True)
+    assert "loading data.nt" in capsys.readouterr().err
+
+
+def test_loaded_data_survives_restart(tmp_path):
+    path = write(tmp_path / "data.nq", QUADS, ox.RdfFormat.N_QUADS)
+    with StaticStore(tmp_path / "store") as store:
+        store.load(path)
+    with StaticStore(tmp_path / "store") as reopened:
+        assert canonical(reopened) == canonical(QUADS)
+
+
+# --------------------------------------------------------------------------- cqels load
+
+
+def test_cli_load(tmp_path, capsys):
+    path = write(tmp_path / "data.ttl", QUADS[:2], ox.RdfFormat.TURTLE)
+    data_dir = tmp_path / "data-dir"
+    assert main(["load", str(path), "--graph", G, "--data-dir", str(data_dir)]) == EXIT_OK
+    assert f"2 new quads into <{G}>" in capsys.readouterr().out
+    with StaticStore(data_dir) as store:
+        assert store.named_graphs() == [G] and len(store) == 2
+
+
+def test_cli_load_env_twin_and_default_directory(tmp_path, monkeypatch):
+    path = write(tmp_path / "data.nt", QUADS[:1], ox.RdfFormat.N_TRIPLES)
+    monkeypatch.setenv("CQELS_DATA_DIR", str(tmp_path / "from-env"))
+    assert main(["load", str(path), "--quiet"]) == EXIT_OK
+    monkeypatch.delenv("CQELS_DATA_DIR")
+    monkeypatch.chdir(tmp_path)
+    assert main(["load", str(path), "--quiet"]) == EXIT_OK
+    for directory in (tmp_path / "from-env", tmp_path / "cqels-data"):
+        with StaticStore(directory) as store:
+            assert len(store) == 1
+
+
+def test_cli_load_reports_bad_input(tmp_path, capsys):
+    bad = tmp_path / "bad.ttl"
+    bad.write_text(f'<{EX}a> <{EX}p> "1 .\n', encoding="utf-8")
+    assert main(["load", str(bad), "--data-dir", str(tmp_path / "d")]) == EXIT_BAD_INPUT
+    assert "line 1" in capsys.readouterr().err
+    assert main(["load", str(tmp_path / "missing.ttl"), "--data-dir", str(tmp_path / "d")]) == EXIT_BAD_INPUT
+    with StaticStore(tmp_path / "d") as store:
+        assert len(store) == 0
