@@ -156,3 +156,22 @@ class EndpointError(CqelsError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+class LateEventError(CqelsError):
+    """A stream event older than its stream's watermark (latest timestamp − the engine's lateness).
+
+    The event was rejected whole and counted (``Engine.late_events(stream)``); nothing was applied.
+    Push it with a timestamp at or after ``watermark``, or build the engine with a larger
+    ``lateness_ms`` so that out-of-order events are buffered and reordered.
+    """
+
+    def __init__(self, stream: str, time: int, watermark: int):
+        self.stream = stream
+        self.time = time
+        self.watermark = watermark
+        msg = (
+            f"event at {time} ms on stream <{stream}> is late: the stream's watermark is {watermark} ms; "
+            "push it with a later timestamp or raise the engine's lateness_ms"
+        )
+        super().__init__(msg)

@@ -72,6 +72,16 @@ class StaticStore:
             self._versions_file = self.path / "versions.json"
         self._version, self._graph_versions = self._read_versions()
 
+    @classmethod
+    def wrap(cls, store: ox.Store) -> StaticStore:
+        """A StaticStore over an existing in-memory or on-disk ``pyoxigraph.Store``, read and written in place.
+
+        Writes made to ``store`` directly (not through the wrapper) emit no change event.
+        """
+        wrapper = cls()
+        wrapper._store = store
+        return wrapper
+
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:

@@ -135,3 +135,27 @@ KNOWN_FAILURES.update(
         ),
     }
 )
+
+# --------------------------------------------------------------------------- the continuous path
+# (tests/test_continuous_w3c.py: the query reads its default graph as FROM STREAM <…> [ALL], the data
+# pushed as one event, evaluated by the incremental engine). Keyed apart from KNOWN_FAILURES: the
+# stream path keeps lexical forms exactly (no pyoxigraph.Store in between), so it passes tests the
+# HTTP path fails, and its failures are its own.
+CONTINUOUS_KNOWN_FAILURES: dict[str, str] = {}
+
+# runtime.expressions computes numbers, dates and BNODE() the way pyoxigraph does, on purpose: the
+# incremental engine must agree with the recompute oracle, which is pyoxigraph.
+_AS_OXIGRAPH = "runtime.expressions follows pyoxigraph (the oracle of incremental == recompute)"
+CONTINUOUS_KNOWN_FAILURES.update(
+    {
+        _S11 + "cast/manifest#cast-float": f'{_AS_OXIGRAPH}: xsd:float("-10.2E3") is "-10200", expected "-1.02E4"',
+        _S11 + "cast/manifest#cast-double": f'{_AS_OXIGRAPH}: xsd:double("-10.2E3") is "-10200", expected "-1.02E4"',
+        _S11 + "cast/manifest#cast-decimal": f'{_AS_OXIGRAPH}: xsd:decimal("13") is "13", expected "13.0"',
+        _S11 + "functions/manifest#plus-1-corrected": f'{_AS_OXIGRAPH}: "1.0"^^xsd:decimal + 2 is "3", '
+        'expected "3.0"',
+        _R2 + "open-world/manifest#date-2": f"{_AS_OXIGRAPH}: xsd:date compares with XSD 1.1 rules (an implicit "
+        'timezone), so "2006-08-23Z" != "2006-08-23" holds where the test expects an error',
+        _S11 + "functions/manifest#bnode01": "each SELECT expression is its own BIND operator, so BNODE(?s1) and "
+        "BNODE(?s2) of one solution do not share blank nodes for equal strings as SPARQL scopes them",
+    }
+)

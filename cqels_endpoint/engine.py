@@ -1,0 +1,510 @@
+"""The continuous engine's public face: ``Engine``, ``ContinuousQuery``, ``Emission`` (DESIGN §4).
+
+The engine owns time. It converts and orders stream events (``runtime.streams``), keeps one
+window state per stream triple pattern of each registered query (``runtime.windows``), decides
+when a query is evaluated, and turns the signed deltas of ``Γ`` into R2S emissions. How ``Γ`` is
+computed is the evaluator's business (the ``Evaluator`` protocol below): ``mode="incremental"``
+(``incremental.IncrementalEvaluator``) or ``mode="recompute"`` (``recompute.RecomputeEvaluator``,
+the oracle); the two modes differ in nothing else.
+
+When a query is evaluated:
+
+- *eager* (no periodic window): after every event of any stream it reads, at that event's
+  timestamp, and at every ``advance(τ)``. Its clock never goes backwards: an event of a stream that
+  lags behind another stream the query reads is evaluated at the query's current time (its triples
+  keep their own timestamps, so they may already be outside a ``RANGE`` window);
+- *periodic* (any ``RANGE … SLIDE``/``STEP``/``TUMBLING`` window): only at close times
+  ``o + kβ`` (the union over its slides), ``o`` its first event's timestamp unless ``origin_ms``
+  was given. The first event with ``t ≥ c``, or ``advance(τ ≥ c)``, closes ``c``; a long gap closes
+  every missed ``c`` in order. The triggering event is inserted after the closes it triggers.
+
+>>> engine = Engine()
+>>> q = engine.register(
+...     "SELECT ?who WHERE { STREAM <http://ex.org/s> [RANGE 10ms] { ?who <http://ex.org/at> ?room } }",
+...     mode="recompute", r2s="RSTREAM")
+>>> seen = []
+>>> _ = q.subscribe(seen.append)
+>>> engine.push("http://ex.org/s", "<http://ex.org/ann> <http://ex.org/at> <http://ex.org/hall> .", time=5)
+>>> engine.advance(15)
+>>> [(e.time, [row["who"].value for row in e.rows]) for e in seen]
+[(5, ['http://ex.org/ann']), (15, [])]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import threading
+import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyoxigraph as ox
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.passes import optimize
+from cqels_endpoint.algebra.translate import to_algebra
+from cqels_endpoint.errors import CqelsError, PlanError
+from cqels_endpoint.query.parser import parse_query
+from cqels_endpoint.query.windows import RangeWindow
+from cqels_endpoint.recompute import RecomputeEvaluator
+from cqels_endpoint.runtime.patterns import StreamTriple, stream_triples
+from cqels_endpoint.runtime.streams import Event, Streams, to_millis, to_triples
+from cqels_endpoint.runtime.windows import CloseSchedule, WindowState, build_window
+from cqels_endpoint.terms import IRI, BlankNode, Var
+from static_store.convert import constant_term
+from static_store.store import StaticStore
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+Row = dict[str, Term]
+R2S_KINDS = ("ISTREAM", "RSTREAM", "DSTREAM")
+MODES = ("incremental", "recompute")
+XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+
+
+class UnknownQueryError(CqelsError, KeyError):
+    """No continuous query is registered under that name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown query"
+
+
+class Evaluator(Protocol):
+    """How one registered query computes Γ; the engine calls, per evaluation time, any number of
+    ``on_insert``/``on_expire`` (only for triples matching the pattern), then one ``evaluate``."""
+
+    def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None: ...
+    def on_expire(self, pattern_id: int, seq: int) -> None: ...
+    def evaluate(self, tau: int) -> list[tuple[Row, int]]: ...
+    def snapshot(self) -> list[Row]: ...
+    def on_static_change(self) -> None: ...
+    def explain(self) -> str: ...
+
+
+# --------------------------------------------------------------------------- emissions
+
+
+@dataclass(frozen=True)
+class Emission:
+    """One output of a continuous query at time ``time`` (ms).
+
+    SELECT: ``rows`` (solution mappings ``{var: pyoxigraph term}``), ``variables`` the projection.
+    CONSTRUCT: ``triples`` (the template instantiated on the rows of this R2S).
+    """
+
+    query: str
+    time: int
+    r2s: str
+    variables: tuple[str, ...] = ()
+    rows: list[Row] | None = None
+    triples: list[ox.Triple] | None = None
+
+    def to_sparql_json(self) -> dict:
+        """The ``head``/``results`` of a SPARQL 1.1 JSON result for these rows (SELECT only)."""
+        if self.rows is None:
+            msg = "a CONSTRUCT emission has triples, not rows: use to_ntriples()"
+            raise TypeError(msg)
+        bindings = [{var: term_json(term) for var, term in row.items()} for row in self.rows]
+        return {"head": {"vars": list(self.variables)}, "results": {"bindings": bindings}}
+
+    def to_ntriples(self) -> str:
+        """The triples as N-Triples text (CONSTRUCT only)."""
+        if self.triples is None:
+            msg = "a SELECT emission has rows, not triples: use to_sparql_json()"
+            raise TypeError(msg)
+        return "".join(f"{triple} .\n" for triple in self.triples)
+
+    def to_json(self) -> dict:
+        """The JSON object of one Server-Sent Event / NDJSON line (DESIGN §6)."""
+        head = {"query": self.query, "time": self.time, "r2s": self.r2s}
+        if self.rows is not None:
+            return head | self.to_sparql_json()
+        return head | {"triples": self.to_ntriples()}
+
+
+def term_json(term: Term | ox.Triple) -> dict:
+    """A term as a SPARQL 1.1 JSON results binding (RDF 1.2 triple terms as ``"triple"``)."""
+    if isinstance(term, ox.NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, ox.BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, ox.Literal):
+        result = {"type": "literal", "value": term.value}
+        if term.language:
+            result["xml:lang"] = term.language
+        elif term.datatype.value not in (XSD_STRING, RDF_LANG_STRING):
+            result["datatype"] = term.datatype.value
+        return result
+    if isinstance(term, ox.Triple):
+        parts = {"subject": term.subject, "predicate": term.predicate, "object": term.object}
+        return {"type": "triple", "value": {k: term_json(v) for k, v in parts.items()}}
+    raise TypeError(f"not an RDF term: {term!r}")
+
+
+def instantiate(template, rows: list[Row]) -> list[ox.Triple]:
+    """The CONSTRUCT template on each row: fresh blank nodes per row, ill-formed triples skipped
+    (an unbound variable, a literal subject, a non-IRI predicate), duplicates dropped."""
+    triples: dict[ox.Triple, None] = {}
+    for row in rows:
+        fresh: dict[str, ox.BlankNode] = {}
+        for pattern in template:
+            terms = [_template_term(x, row, fresh) for x in (pattern.subject, pattern.predicate, pattern.object)]
+            subject, predicate, obj = terms
+            if obj is None or not isinstance(subject, (ox.NamedNode, ox.BlankNode)) or not isinstance(predicate, ox.NamedNode):
+                continue
+            triples.setdefault(ox.Triple(subject, predicate, obj))
+    return list(triples)
+
+
+def _template_term(term, row: Row, fresh: dict[str, ox.BlankNode]):
+    if isinstance(term, Var):
+        return row.get(term.name)
+    if isinstance(term, BlankNode):
+        if term.label not in fresh:
+            fresh[term.label] = ox.BlankNode()
+        return fresh[term.label]
+    try:
+        return constant_term(term)
+    except (TypeError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- queries
+
+
+@dataclass(eq=False)
+class ContinuousQuery:
+    """A registered continuous query; build it with ``Engine.register``."""
+
+    name: str
+    text: str
+    algebra: n.AlgebraQuery
+    r2s: str
+    mode: str
+    patterns: list[StreamTriple]
+    evaluator: Evaluator
+    origin_ms: int | None = None
+    windows: list[WindowState] = field(init=False)
+    schedule: CloseSchedule | None = field(init=False)
+    clock: int | None = field(init=False, default=None)
+    evaluations: int = field(init=False, default=0)
+    emitted: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.windows = [build_window(st.window) for st in self.patterns]
+        slides = [st.window.slide_ms for st in self.patterns if isinstance(st.window, RangeWindow) and st.window.periodic]
+        self.schedule = CloseSchedule(slides, self.origin_ms) if slides else None
+        self.streams = frozenset(st.stream.value for st in self.patterns)
+        self._by_stream: dict[str, list[StreamTriple]] = {}
+        for st in self.patterns:
+            self._by_stream.setdefault(st.stream.value, []).append(st)
+        self._subscribers: list[Callable[[Emission], None]] = []
+        self.variables = _projection(self.algebra)
+        self._outbox: list[Emission] = []
+
+    @property
+    def form(self) -> str:
+        return self.algebra.form
+
+    @property
+    def periodic(self) -> bool:
+        return self.schedule is not None
+
+    def subscribe(self, callback: Callable[[Emission], None]) -> Callable[[], None]:
+        """Calls ``callback(emission)`` on every emission of this query; returns an unsubscribe function."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def snapshot(self) -> list[Row]:
+        """Γ at the last evaluation (a bag, as a list of ``{var: term}``)."""
+        return self.evaluator.snapshot()
+
+    def explain(self) -> str:
+        """The evaluator's plan with live counters, after the query's windows and their sizes."""
+        kind = "eager"
+        if self.schedule is not None:
+            kind = f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
+        lines = [f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"]
+        for st, window in zip(self.patterns, self.windows):
+            lines.append(f"  window {st.id} on <{st.stream.value}> {type(window).__name__}: {len(window)} triple(s)")
+        return "\n".join(lines) + "\n" + self.evaluator.explain()
+
+    # ------------------------------------------------------------------ driven by the engine
+
+    def _on_event(self, event: Event, seqs: itertools.count) -> None:
+        if self.schedule is not None:
+            if self.schedule.origin is None:
+                self.schedule.set_origin(event.time)
+            for close in self.schedule.closes_through(event.time):
+                self._evaluate(close, tick=None)
+            tau = event.time if self.clock is None else self.clock
+        else:
+            tau = event.time if self.clock is None else max(event.time, self.clock)
+        for triple in event.triples:
+            for st in self._by_stream[event.stream]:
+                window = self.windows[st.id]
+                if not st.matches(triple) or not window.admits(event.time, tau):
+                    continue
+                seq = next(seqs)
+                self.evaluator.on_insert(st.id, triple, event.time, seq)
+                for gone in window.insert(event.time, seq, event.arrival):
+                    self.evaluator.on_expire(st.id, gone)
+        if self.schedule is None:
+            self._evaluate(tau, tick=event.arrival)
+
+    def _on_advance(self, time: int) -> None:
+        if self.schedule is not None:
+            for close in self.schedule.closes_through(time):
+                self._evaluate(close, tick=None)
+        else:
+            self._evaluate(time if self.clock is None else max(time, self.clock), tick=None)
+
+    def _evaluate(self, tau: int, tick: object) -> None:
+        for st, window in zip(self.patterns, self.windows):
+            for gone in window.expire(tau, tick):
+                self.evaluator.on_expire(st.id, gone)
+        deltas = self.evaluator.evaluate(tau)
+        self.clock = tau
+        self.evaluations += 1
+        if self.r2s == "RSTREAM":
+            rows = self.evaluator.snapshot()
+        else:
+            sign = 1 if self.r2s == "ISTREAM" else -1
+            rows = [row for row, s in deltas if s == sign]
+        if self.algebra.form == "CONSTRUCT":
+            triples = instantiate(self.algebra.template, rows)
+            if triples or self.r2s == "RSTREAM":
+                self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
+        elif rows or self.r2s == "RSTREAM":
+            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=rows))
+
+    def _deliver(self) -> BaseException | None:
+        """Hands the pending emissions to the subscribers; returns the first callback error."""
+        outbox, self._outbox = self._outbox, []
+        failure = None
+        for emission in outbox:
+            self.emitted += 1
+            for callback in list(self._subscribers):
+                try:
+                    callback(emission)
+                except Exception as error:  # one failing subscriber must not starve the others
+                    failure = failure or error
+        return failure
+
+
+def _projection(algebra: n.AlgebraQuery) -> tuple[str, ...]:
+    pattern = algebra.pattern
+    while isinstance(pattern, (n.Slice, n.Distinct, n.Reduced)):
+        pattern = pattern.input
+    if algebra.form == "SELECT" and isinstance(pattern, n.Project):
+        return tuple(v.name for v in pattern.vars)
+    return ()
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch: the timestamp of an event pushed without one."""
+    return _time.time_ns() // 1_000_000
+
+
+class Engine:
+    """Registers continuous queries and feeds them stream events.
+
+    ``store``: a ``static_store.StaticStore``, a ``pyoxigraph.Store`` (read through a wrapper, so
+    writes made to it directly raise no change events) or None (no static data).
+    ``lateness_ms``: how far behind its stream's latest timestamp an event may be (DESIGN §4).
+    ``clock``: the arrival clock for events pushed without a time (wall clock by default;
+    ``testing.ManualClock`` in tests). Thread-safe: calls are serialised by one lock.
+    """
+
+    def __init__(self, store=None, lateness_ms: int = 0, *, clock: Callable[[], int] | None = None):
+        self.store = _static_store(store)
+        self.streams = Streams(lateness_ms)
+        self.clock = clock or wall_clock_ms
+        self.queries: dict[str, ContinuousQuery] = {}
+        self.dictionary = _dictionary()
+        self._lock = threading.RLock()
+        self._seqs = itertools.count()
+        self._numbers = itertools.count(1)
+        self._static_changed = False
+        self._unsubscribe_store = self.store.subscribe(self._on_static_change) if self.store is not None else None
+
+    @property
+    def lateness_ms(self) -> int:
+        return self.streams.lateness_ms
+
+    def register(
+        self,
+        text: str,
+        name: str | None = None,
+        r2s: str | None = None,
+        mode: str = "incremental",
+        origin_ms: int | None = None,
+    ) -> ContinuousQuery:
+        """Parses, plans and starts a continuous query (SELECT or CONSTRUCT reading at least one stream).
+
+        ``name`` defaults to the REGISTER name, else ``q1``, ``q2``, …; ``r2s`` to the REGISTER
+        keyword, else ISTREAM. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query
+        the engine cannot run, ``ValueError`` for a bad argument or a name already in use.
+        """
+        if mode not in MODES:
+            msg = f"mode must be one of {', '.join(MODES)}, not {mode!r}"
+            raise ValueError(msg)
+        parsed = parse_query(text)
+        algebra = optimize(to_algebra(parsed))
+        if algebra.form not in ("SELECT", "CONSTRUCT"):
+            msg = f"a continuous query must be a SELECT or a CONSTRUCT, not {algebra.form}: run it once on the static store"
+            raise PlanError(msg)
+        register = algebra.register
+        r2s = (r2s or (register.kind if register is not None and register.kind in R2S_KINDS else "ISTREAM")).upper()
+        if r2s not in R2S_KINDS:
+            msg = f"r2s must be one of {', '.join(R2S_KINDS)}, not {r2s!r}"
+            raise ValueError(msg)
+        patterns = stream_triples(algebra)
+        if not patterns:
+            msg = "a continuous query reads at least one stream (STREAM, FROM STREAM or WINDOW): run it once on the static store"
+            raise PlanError(msg)
+        with self._lock:
+            name = self._name(name, register)
+            evaluator = self._evaluator(mode, algebra, patterns, name)
+            query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms)
+            self.queries[name] = query
+        return query
+
+    def unregister(self, name: str) -> None:
+        """Stops the query ``name`` (``UnknownQueryError`` if there is none)."""
+        with self._lock:
+            query = self.queries.pop(name, None)
+            if query is None:
+                raise UnknownQueryError(f"no continuous query is registered as {name!r}")
+            close = getattr(query.evaluator, "close", None)
+            if close is not None:
+                close()
+
+    def push(self, stream: object, triples: object, time: object = None) -> None:
+        """One event on ``stream``: ``triples`` as N-Triples/Turtle text, pyoxigraph or rdflib
+        triples; ``time`` in ms, a datetime (naive = UTC) or None for the arrival time.
+
+        Raises ``RdfSyntaxError`` (bad text), ``LateEventError`` (older than the watermark);
+        either way nothing was applied.
+        """
+        iri = _stream_iri(stream)
+        data = to_triples(triples)
+        with self._lock:
+            millis = self.clock() if time is None else to_millis(time)
+            self._apply_static_change()
+            for event in self.streams.push(iri, data, millis):
+                self._dispatch(event)
+            self._deliver()
+
+    def advance(self, time: object) -> None:
+        """Moves the clock to ``time``: releases buffered events the watermark now passes, evaluates
+        each eager query once at ``time`` and closes every periodic window with ``c ≤ time``."""
+        millis = to_millis(time)
+        with self._lock:
+            self._apply_static_change()
+            for event in self.streams.advance(millis):
+                self._dispatch(event)
+            for query in list(self.queries.values()):
+                query._on_advance(millis)
+            self._deliver()
+
+    def late_events(self, stream: object) -> int:
+        """How many events of ``stream`` were rejected as late."""
+        clock = self.streams.clocks.get(_stream_iri(stream))
+        return 0 if clock is None else clock.late_events
+
+    def close(self) -> None:
+        """Unregisters every query and stops listening to the static store."""
+        with self._lock:
+            for name in list(self.queries):
+                self.unregister(name)
+            if self._unsubscribe_store is not None:
+                self._unsubscribe_store()
+                self._unsubscribe_store = None
+
+    # ------------------------------------------------------------------ internals
+
+    def _dispatch(self, event: Event) -> None:
+        for query in list(self.queries.values()):
+            if event.stream in query.streams:
+                query._on_event(event, self._seqs)
+
+    def _deliver(self) -> None:
+        failure = None
+        for query in list(self.queries.values()):
+            failure = query._deliver() or failure
+        if failure is not None:
+            raise failure
+
+    def _on_static_change(self, _event) -> None:
+        # Called by the store's writer with the store's lock held: taking the engine lock here could
+        # deadlock against a push that reads the store, so the change is only noted and handed to
+        # the evaluators at the start of the next push or advance (it shows with the next
+        # evaluation anyway, DESIGN §4).
+        self._static_changed = True
+
+    def _apply_static_change(self) -> None:
+        if self._static_changed:
+            self._static_changed = False
+            for query in self.queries.values():
+                query.evaluator.on_static_change()
+
+    def _name(self, name: str | None, register) -> str:
+        if name is None and register is not None:
+            name = register.name.value if isinstance(register.name, IRI) else str(register.name)
+        if name is None:
+            name = f"q{next(self._numbers)}"
+            while name in self.queries:
+                name = f"q{next(self._numbers)}"
+        if name in self.queries:
+            msg = f"a continuous query named {name!r} is already registered: unregister it first or pick another name"
+            raise ValueError(msg)
+        return name
+
+    def _evaluator(self, mode: str, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:
+        if mode == "recompute":
+            return RecomputeEvaluator(algebra, patterns, self.store, self.dictionary, name=name)
+        if importlib.util.find_spec("cqels_endpoint.incremental") is None:
+            msg = "the incremental evaluator is not available; register with mode='recompute'"
+            raise PlanError(msg)
+        from cqels_endpoint.incremental import IncrementalEvaluator
+
+        return IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
+
+
+def _stream_iri(stream: object) -> str:
+    iri = getattr(stream, "value", stream) if not isinstance(stream, str) else stream
+    iri = str(iri)
+    try:
+        ox.NamedNode(iri)
+    except ValueError:
+        msg = f"a stream is named by an absolute IRI, not {iri!r}"
+        raise ValueError(msg) from None
+    return iri
+
+
+def _static_store(store) -> StaticStore | None:
+    if store is None or isinstance(store, StaticStore):
+        return store
+    if isinstance(store, ox.Store):
+        return StaticStore.wrap(store)
+    msg = f"store must be a StaticStore, a pyoxigraph.Store or None, not {type(store).__name__}"
+    raise TypeError(msg)
+
+
+def _dictionary():
+    if importlib.util.find_spec("cqels_endpoint.runtime.encoding") is None:
+        return None
+    from cqels_endpoint.runtime.encoding import TermDictionary
+
+    return TermDictionary()

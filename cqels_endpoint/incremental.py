@@ -1,0 +1,173 @@
+"""The evaluator of ``mode="incremental"``: the physical plan run as push operators on signed deltas.
+
+The engine (``engine.py``) owns time and windows and drives one evaluator per registered query
+through the ``Evaluator`` protocol: ``on_insert``/``on_expire`` when a stream triple enters or
+leaves the window of one stream triple pattern, ``evaluate(tau)`` at each evaluation time. Here
+those calls become leaf deltas of the plan's window buffers, and ``evaluate`` is the punctuation
+that closes the tick: every source flushes its pending deltas, the operators push the derived
+deltas up to the sink, and the net change of Γ since the previous evaluation comes back decoded.
+
+Term ids: each stream triple is encoded when it is inserted (one dictionary reference per
+position) and each cached mapping when its cache is filled; the references are dropped when the
+triple expires or the mapping leaves the cache — but only after the ``evaluate`` that reports the
+retraction has decoded it, so a -1 row can always be decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyoxigraph as ox
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.operators.base import Operator, Sink
+from cqels_endpoint.plan.build import BuiltPlan, build_operators
+from cqels_endpoint.plan.caches import compute_cache
+from cqels_endpoint.plan.compile import compile_plan
+from cqels_endpoint.plan.explain import explain_plan
+from cqels_endpoint.plan.nodes import PlanNode
+from cqels_endpoint.runtime.patterns import StreamTriple
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+
+
+@dataclass
+class _WindowSet:
+    """The set view of one window: each distinct triple is one leaf, named by its first copy's seq."""
+
+    leaf_of_triple: dict[tuple, int] = field(default_factory=dict)
+    triple_of_leaf: dict[int, tuple] = field(default_factory=dict)
+    copies: dict[int, int] = field(default_factory=dict)
+    leaf_of_copy: dict[int, int] = field(default_factory=dict)
+
+
+class IncrementalEvaluator:
+    """Γ of one continuous query maintained incrementally (DESIGN §5), behind the Evaluator protocol.
+
+    ``query`` is the optimised algebra, ``patterns`` the engine's ``runtime.patterns.stream_triples``
+    of it, ``static`` the static store (a ``StaticStore``, a ``pyoxigraph.Store`` or None) and
+    ``dictionary`` the engine's shared ``TermDictionary``. Construction compiles the plan
+    (``PlanError`` for constructs without incremental operators yet) and fills the static caches,
+    so the first evaluation already sees the static data.
+    """
+
+    def __init__(self, query: n.AlgebraQuery, patterns: Sequence[StreamTriple], static: object, dictionary) -> None:
+        self.query = query
+        self.static = static
+        self.dictionary = dictionary
+        self.plan = compile_plan(query, patterns)
+        # Rows whose references are dropped once the current evaluation has decoded its deltas.
+        self._releasing: list[tuple] = []
+        # NOW() is the evaluation time: rows enter the operators during evaluate(tau).
+        self._tau = 0
+        self.built: BuiltPlan = build_operators(
+            self.plan, dictionary, self._release_later, query.source, base_iri=query.base, now=lambda: self._tau
+        )
+        self._windows = {pattern_id: _WindowSet() for pattern_id in self.built.buffers}
+        self.sink: Sink = self.built.sink
+        self.evaluations = 0
+        self._closed = False
+        self._fill_caches()
+
+    # ------------------------------------------------------------------ the Evaluator protocol
+
+    def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None:
+        """``triple`` (timestamp ``t``) enters the window of stream triple pattern ``pattern_id``.
+
+        A window is a graph, a *set* of triples (DESIGN §4: Γ is SPARQL over the windows as named
+        graphs): a triple already in the window does not enter it again, and stays until its last
+        copy has left. Only its first copy becomes a leaf of the plan.
+        """
+        encode = self.dictionary.encode
+        ids = (encode(triple.subject), encode(triple.predicate), encode(triple.object))
+        window = self._windows[pattern_id]
+        leaf = window.leaf_of_triple.get(ids)
+        if leaf is None:
+            window.leaf_of_triple[ids] = seq
+            window.triple_of_leaf[seq] = ids
+            window.copies[seq] = 1
+            window.leaf_of_copy[seq] = seq
+            self.built.buffers[pattern_id].insert(seq, ids)
+            return
+        # The copy already in the window holds references to these ids.
+        self._releasing.append(ids)
+        window.copies[leaf] += 1
+        window.leaf_of_copy[seq] = leaf
+
+    def on_expire(self, pattern_id: int, seq: int) -> None:
+        """The triple inserted as ``seq`` leaves the window of pattern ``pattern_id``."""
+        window = self._windows[pattern_id]
+        leaf = window.leaf_of_copy.pop(seq)
+        window.copies[leaf] -= 1
+        if not window.copies[leaf]:
+            del window.copies[leaf]
+            del window.leaf_of_triple[window.triple_of_leaf.pop(leaf)]
+            self.built.buffers[pattern_id].expire(leaf)
+
+    def evaluate(self, tau: int) -> list[tuple[dict[str, Term], int]]:
+        """Closes the tick at ``tau``: the changes of Γ since the previous evaluation, one entry per
+        row occurrence with its sign (+1 entered, -1 left); cancelling changes are not reported."""
+        self._tau = tau
+        for source in self.built.sources:
+            source.on_punctuation(tau)
+        self.evaluations += 1
+        changes = []
+        for row, count in self.sink.take():
+            decoded = self._decode(row)
+            sign = 1 if count > 0 else -1
+            changes.extend((decoded, sign) for _ in range(abs(count)))
+        self._release_now()
+        return changes
+
+    def snapshot(self) -> list[dict[str, Term]]:
+        """Γ at the last evaluation, a bag of solution mappings."""
+        return [self._decode(row) for row in self.sink.rows()]
+
+    def on_static_change(self) -> None:
+        """Recomputes every static cache; the difference enters the plan with the next evaluation."""
+        self._fill_caches()
+
+    def explain(self) -> str:
+        """The physical plan with each operator's live counters, and the size of Γ."""
+        size = self.sink.counters()["rows"]
+        return explain_plan(self.plan, self._counters) + f"\n  Γ: {size} rows after {self.evaluations} evaluations"
+
+    def close(self) -> None:
+        """Drops every dictionary reference the plan holds (the query was unregistered)."""
+        if self._closed:
+            return
+        self._closed = True
+        for operator in self.built.operators.values():
+            operator.close()
+        self._release_now()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _fill_caches(self) -> None:
+        encode = self.dictionary.encode
+        for node, cache in self.built.caches:
+            # replace() takes over the reference each encode() returned.
+            cache.replace(
+                [tuple(None if term is None else encode(term) for term in row) for row in compute_cache(node, self.static)]
+            )
+
+    def _decode(self, row: tuple) -> dict[str, Term]:
+        decode = self.dictionary.decode
+        return {name: decode(value) for name, value in zip(self.sink.schema, row) if value is not None}
+
+    def _release_later(self, ids: tuple) -> None:
+        self._releasing.append(ids)
+
+    def _release_now(self) -> None:
+        releasing, self._releasing = self._releasing, []
+        decref = self.dictionary.decref
+        for ids in releasing:
+            for value in ids:
+                if value is not None:
+                    decref(value)
+
+    def _counters(self, node: PlanNode) -> dict[str, Any]:
+        operator: Operator | None = self.built.operators.get(node.id)
+        return {} if operator is None else operator.counters()

@@ -1,0 +1,2 @@
+# distutils: language = c++
+"""Compiled projection (see _project.pyx; twin: reference/project.py)."""

@@ -1,0 +1,94 @@
+"""Physical plan → operator objects, built once per registered query and wired for pushing.
+
+Every plan node becomes one operator (``operators/``) labelled with the node id and the query
+line it comes from (so that operator errors and ``explain`` point at the query text), connected to
+its parent's input port. Window buffers and static caches are the sources; the plan's root feeds
+the ``Sink`` that holds Γ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cqels_endpoint.errors import PlanError
+from cqels_endpoint.operators.base import Operator, Sink
+from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.operators.extend import Extend
+from cqels_endpoint.operators.filter import Filter
+from cqels_endpoint.operators.join import MultiwayJoin, WindowBuffer
+from cqels_endpoint.operators.project import Project
+from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
+from cqels_endpoint.plan import nodes as p
+
+
+@dataclass
+class BuiltPlan:
+    """The operators of a plan: by node id, the window buffers by pattern id, the caches, the sink."""
+
+    operators: dict[str, Operator]
+    buffers: dict[int, WindowBuffer]
+    caches: list[tuple[p.StaticCache, StaticCacheSource]]
+    sink: Sink
+
+    @property
+    def sources(self) -> list[Operator]:
+        """Every source, in plan order: each gets one punctuation per tick."""
+        return [*self.buffers.values(), *(cache for _, cache in self.caches)]
+
+
+def label(node: p.PlanNode, kind: str, source: str = "") -> str:
+    """``join J1 (line 4: ?s :p ?o)``: how errors and explain name an operator."""
+    text = f"{kind} {node.id}"
+    if node.span is None:
+        return text
+    lines = source.splitlines()
+    quoted = lines[node.line - 1].strip() if source and 0 < node.line <= len(lines) else ""
+    return f"{text} (line {node.line}: {quoted})" if quoted else f"{text} (line {node.line})"
+
+
+def build_operators(
+    plan: p.PhysicalPlan,
+    dictionary,
+    on_release: Callable[[tuple], None],
+    source: str = "",
+    **context,
+) -> BuiltPlan:
+    """The operators of ``plan``; ``on_release(ids)`` gets the term ids of every leaf that left.
+
+    ``context`` goes to the expression compiler of FILTER and BIND (``base_iri``, ``now``, ``rng``).
+    """
+    built = BuiltPlan({}, {}, [], Sink(plan.root.schema, "sink"))
+    decoder = TermDecoder(dictionary)
+
+    def make(node: p.PlanNode) -> Operator:
+        match node:
+            case p.StreamLeaf():
+                operator = WindowBuffer(node.positions, label(node, "window buffer", source), on_release=on_release)
+                built.buffers[node.pattern_id] = operator
+            case p.StaticCache():
+                operator = StaticCacheSource(node.schema, label(node, "static cache", source), on_release=on_release)
+                built.caches.append((node, operator))
+            case p.MultiwayJoin():
+                operator = MultiwayJoin([child.schema for child in node.inputs], label(node, "join", source))
+            case p.FilterNode():
+                operator = Filter(node.input.schema, node.exprs, decoder, label(node, "filter", source), **context)
+            case p.ExtendNode():
+                operator = Extend(
+                    node.input.schema, node.var, node.expr, decoder, label(node, "extend", source), **context
+                )
+            case p.ProjectNode():
+                operator = Project(node.input.schema, node.schema, label(node, "project", source))
+            case _:
+                raise TypeError(f"no operator for plan node {node!r}")
+        if tuple(operator.schema) != node.schema:
+            msg = f"{operator.label}: operator schema {operator.schema} differs from the plan's {node.schema}"
+            raise PlanError(msg)
+        built.operators[node.id] = operator
+        for port, child in enumerate(node.inputs):
+            make(child).connect(operator, port)
+        return operator
+
+    make(plan.root).connect(built.sink)
+    built.buffers = dict(sorted(built.buffers.items()))
+    return built

@@ -1,0 +1,112 @@
+"""The text of ``q.explain()`` for an incremental query: the physical plan with live counters.
+
+One line per operator, children indented under their parent, each with its id, what it computes,
+the query line it comes from and its operator's counters (inputs, outputs, index sizes, chosen
+probe orders…). Join inputs show their probe keys and index kind; caches show the SPARQL they
+were computed with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cqels_endpoint.algebra.nodes import AlgebraQuery
+from cqels_endpoint.errors import PlanError
+from cqels_endpoint.plan.compile import compile_plan
+from cqels_endpoint.plan.nodes import (
+    ExtendNode,
+    FilterNode,
+    JoinInput,
+    MultiwayJoin,
+    PhysicalPlan,
+    PlanNode,
+    ProjectNode,
+    StaticCache,
+    StreamLeaf,
+)
+from cqels_endpoint.query.serialize import write_expression, write_term
+from cqels_endpoint.query.windows import format_window
+
+
+def physical_plan_section(query: AlgebraQuery) -> str:
+    """The physical plan of an optimised query without counters (for ``cqels explain``), or why
+    the incremental engine cannot run it (the ``PlanError``)."""
+    try:
+        return explain_plan(compile_plan(query))
+    except PlanError as error:
+        return f"no incremental plan: {error}"
+
+
+def explain_plan(plan: PhysicalPlan, counters: Callable[[PlanNode], Mapping[str, Any]] | None = None) -> str:
+    """The plan as indented text; ``counters(node)`` gives the live counters of a node's operator."""
+    lines = [f"{plan.form.lower()} (incremental)"]
+    if plan.template:
+        lines.append("  template: " + " ".join(_triple(t) + " ." for t in plan.template))
+    if plan.ignored_order:
+        lines.append("  ORDER BY dropped: without LIMIT it does not change the bag of results")
+    _node(plan.root, None, 1, lines, counters)
+    return "\n".join(lines)
+
+
+def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[str], counters) -> None:
+    indent = "  " * depth
+    head = f"{indent}{node.id} {_what(node)}"
+    if join_input is not None:
+        keys = " ".join("?" + k for k in join_input.keys) or "nothing (cross product)"
+        head += f"  probed on {keys} via {join_input.index} index"
+        if join_input.maybe_unbound:
+            head += " (maybe unbound: " + " ".join("?" + k for k in join_input.maybe_unbound) + ")"
+    if node.line is not None:
+        head += f"  (line {node.line})"
+    lines.append(head)
+    if counters is not None:
+        values = dict(counters(node))
+        if isinstance(node, MultiwayJoin) and isinstance(values.get("probe_orders"), dict):
+            # The join counts orders by input port; name the ports by their plan ids.
+            names = [child.id for child in node.inputs]
+            values["probe_orders"] = {
+                ">".join(names[int(port)] for port in str(order).split(">")): count
+                for order, count in values["probe_orders"].items()
+            }
+        if values:
+            lines.append(f"{indent}   " + " ".join(f"{key}={_value(value)}" for key, value in values.items()))
+    if isinstance(node, StaticCache) and node.sparql:
+        lines.append(f"{indent}   computed by: {node.sparql}")
+    if isinstance(node, MultiwayJoin):
+        for child in node.join_inputs:
+            _node(child.node, child, depth + 1, lines, counters)
+    else:
+        for child in node.inputs:
+            _node(child, None, depth + 1, lines, counters)
+
+
+def _what(node: PlanNode) -> str:
+    columns = " ".join("?" + c for c in node.schema)
+    match node:
+        case StreamLeaf(stream=stream, window=window, triple=triple):
+            return f"window buffer {write_term(stream)} {format_window(window)} {{ {_triple(triple)} }}"
+        case StaticCache(join_vars=join_vars):
+            keys = " ".join("?" + k for k in join_vars) or "no join variables"
+            return f"static cache [{columns}] joined on {keys}"
+        case MultiwayJoin(join_inputs=inputs):
+            return f"multiway join of {len(inputs)} inputs [{columns}]"
+        case FilterNode(exprs=exprs):
+            return "filter " + " && ".join(f"({write_expression(e)})" for e in exprs)
+        case ExtendNode(var=var, expr=expr):
+            return f"extend ?{var} := {write_expression(expr)}"
+        case ProjectNode():
+            return f"project [{columns}]"
+    return type(node).__name__
+
+
+def _triple(triple) -> str:
+    return " ".join(write_term(t) for t in (triple.subject, triple.predicate, triple.object))
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)

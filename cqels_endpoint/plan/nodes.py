@@ -1,0 +1,156 @@
+"""The physical plan: one node per operator the incremental evaluator builds, with its choices.
+
+A plan is compiled once per registered query (``plan.compile.compile_plan``) from the optimised
+algebra. Each node knows its output ``schema`` (variable names; blank nodes of stream patterns are
+internal columns named ``_:label``), the query line it comes from, and the physical choices made
+for it: which leaf buffer a stream triple pattern feeds, which columns a join input is indexed on
+and with which index kind, the SPARQL text a static cache was computed from. Nodes carry no run-time
+state; the evaluator pairs each with its operator object, whose counters ``explain`` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.errors import Span
+from cqels_endpoint.query import ast
+from cqels_endpoint.query.windows import WindowConfig
+from cqels_endpoint.terms import IRI, Var
+
+
+@dataclass(eq=False)
+class PlanNode:
+    """Base of the physical nodes: a short id (``S1``, ``C1``, ``J1``…), the output columns, the span."""
+
+    id: str
+    schema: tuple[str, ...]
+    span: Span | None
+
+    @property
+    def line(self) -> int | None:
+        return None if self.span is None else self.span.line
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return ()
+
+
+@dataclass(eq=False)
+class StreamLeaf(PlanNode):
+    """One stream triple pattern: the window buffer of leaf mappings fed by ``on_insert``/``on_expire``.
+
+    ``pattern_id`` is the id of the pattern in ``runtime.patterns.stream_triples`` order.
+    ``positions`` names the column bound at subject, predicate and object (None for a constant,
+    which the engine already matched); a column named twice (``?x :p ?x``) must get equal terms.
+    """
+
+    pattern_id: int = 0
+    stream: IRI | Var | None = None
+    window: WindowConfig | None = None
+    triple: ast.TriplePattern | None = None
+    positions: tuple[str | None, str | None, str | None] = (None, None, None)
+
+
+@dataclass(eq=False)
+class StaticCache(PlanNode):
+    """A static sub-pattern materialised with pyoxigraph at registration: its cached mappings.
+
+    ``pattern`` is the algebra of the sub-pattern (wrapped in the ``GRAPH`` it sits in, if any);
+    ``join_vars`` the columns it shares with the rest of the query; ``sparql`` the SELECT it is
+    computed with (written by the compiler, run by ``plan.caches.compute_cache``). The mappings
+    themselves live in its operator.
+    """
+
+    pattern: n.Pattern | None = None
+    join_vars: tuple[str, ...] = ()
+    sparql: str = ""
+
+
+@dataclass(eq=False)
+class JoinInput:
+    """How a multiway join reads one input: the columns it is probed on and the index kind.
+
+    ``keys`` are the input's columns shared with some other input and bound in every one of its
+    mappings (those can be hashed); ``maybe_unbound`` are shared columns that some mappings leave
+    unbound, checked for compatibility after the probe instead. ``index`` is ``"ring"`` for inputs
+    that insert and expire (windows and everything derived from them), ``"hash"`` for static caches.
+    """
+
+    node: PlanNode
+    keys: tuple[str, ...]
+    maybe_unbound: tuple[str, ...]
+    index: str
+
+
+@dataclass(eq=False)
+class MultiwayJoin(PlanNode):
+    """The n-ary join of stream leaves, static caches and derived inputs (adaptive probe order)."""
+
+    join_inputs: tuple[JoinInput, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return tuple(i.node for i in self.join_inputs)
+
+
+@dataclass(eq=False)
+class FilterNode(PlanNode):
+    """Keeps the mappings for which every expression is true (errors and false drop the mapping)."""
+
+    exprs: tuple[n.Expression, ...] = ()
+    input: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input,)
+
+
+@dataclass(eq=False)
+class ExtendNode(PlanNode):
+    """``BIND(expr AS var)`` / a SELECT expression: the new column is unbound when ``expr`` errors."""
+
+    var: str = ""
+    expr: n.Expression | None = None
+    input: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input,)
+
+
+@dataclass(eq=False)
+class ProjectNode(PlanNode):
+    """Keeps the ``schema`` columns of its input (a bag: multiplicities are kept)."""
+
+    input: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input,)
+
+
+@dataclass(eq=False)
+class PhysicalPlan:
+    """A compiled query: the operator tree, its leaves by pattern id, its caches, its output form.
+
+    ``root`` produces Γ: for SELECT its schema is the projection; for CONSTRUCT it is the in-scope
+    variables of the WHERE clause, which ``template`` is instantiated with.
+    """
+
+    form: str
+    root: PlanNode
+    leaves: dict[int, StreamLeaf]
+    caches: tuple[StaticCache, ...]
+    template: tuple[ast.TriplePattern, ...] = ()
+    ignored_order: bool = False
+
+    def nodes(self) -> list[PlanNode]:
+        """Every node, parents before children."""
+        found: list[PlanNode] = []
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            found.append(node)
+            stack.extend(reversed(node.inputs))
+        return found

@@ -1,0 +1,1 @@
+"""Run-time support of the continuous engine: term encoding, streams, windows, expressions."""

@@ -1,0 +1,306 @@
+# distutils: language = c++
+# cython: cdivision=False
+"""Compiled inline-id codec: the same ids and lexical forms as the pure-Python functions of
+runtime/encoding.py (the layout is documented there), without regexes or datetime objects.
+
+cdivision stays off so ``//`` and ``%`` floor like Python's on the negative millisecond counts of
+dates before 1970.
+"""
+
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdio cimport snprintf
+
+import pyoxigraph as ox
+
+DEF TYPE_SHIFT = 58
+DEF VALUE_MASK = (1 << 58) - 1
+DEF INT_BIAS = 1 << 57
+DEF DECIMAL_BIAS = 1 << 53
+DEF MS_BIAS = 1 << 46
+DEF TZ_BITS = 11
+DEF TZ_NONE = 0
+DEF TZ_UTC = 1
+DEF TZ_OFFSET = 2
+DEF MAX_OFFSET_MINUTES = 840
+DEF MS_PER_DAY = 86400000
+
+# Type bits, as encoding.InlineType numbers them.
+DEF INTEGER = 0
+DEF DECIMAL = 1
+DEF BOOLEAN = 2
+DEF DATETIME = 3
+
+cdef str XSD = "http://www.w3.org/2001/XMLSchema#"
+cdef object _Literal = ox.Literal
+
+# xsd integer type → (type bits, smallest, largest), bounds already clipped to the 58-bit range.
+cdef dict _INTEGER_TYPES = {}
+cdef dict _DATATYPES = {}
+
+
+def _register_integer(str name, int code, low, high):
+    cdef int64_t floor = -(1 << 57)
+    cdef int64_t ceiling = (1 << 57) - 1
+    _INTEGER_TYPES[XSD + name] = (
+        code,
+        floor if low is None else max(low, floor),
+        ceiling if high is None else min(high, ceiling),
+    )
+    _DATATYPES[code] = ox.NamedNode(XSD + name)
+
+
+for _name, _code, _low, _high in (
+    ("integer", 0, None, None), ("long", 4, None, None), ("int", 5, -(1 << 31), (1 << 31) - 1),
+    ("short", 6, -(1 << 15), (1 << 15) - 1), ("byte", 7, -128, 127),
+    ("nonNegativeInteger", 8, 0, None), ("positiveInteger", 9, 1, None),
+    ("nonPositiveInteger", 10, None, 0), ("negativeInteger", 11, None, -1),
+    ("unsignedLong", 12, 0, None), ("unsignedInt", 13, 0, (1 << 32) - 1),
+    ("unsignedShort", 14, 0, 65535), ("unsignedByte", 15, 0, 255),
+):
+    _register_integer(_name, _code, _low, _high)
+_DATATYPES[DECIMAL] = ox.NamedNode(XSD + "decimal")
+_DATATYPES[BOOLEAN] = ox.NamedNode(XSD + "boolean")
+_DATATYPES[DATETIME] = ox.NamedNode(XSD + "dateTime")
+cdef str _XSD_DECIMAL = XSD + "decimal"
+cdef str _XSD_BOOLEAN = XSD + "boolean"
+cdef str _XSD_DATETIME = XSD + "dateTime"
+cdef int[12] _DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+
+cdef inline int64_t _inline(int64_t code, int64_t field) noexcept:
+    return <int64_t>((<uint64_t>1 << 63) | (<uint64_t>code << TYPE_SHIFT) | <uint64_t>field)
+
+
+cdef inline int _digit(Py_UCS4 c) noexcept:
+    # ASCII digits only: non-ASCII digits would not survive the round trip.
+    cdef int code = <int>c  # C arithmetic on the code point, not on a one-character str
+    return code - 48 if 48 <= code <= 57 else -1
+
+
+cdef object _inline_integer(str lexical, int64_t code, int64_t low, int64_t high):
+    cdef Py_ssize_t n = len(lexical), start = 0, i
+    cdef int64_t value = 0
+    cdef int d
+    if n and lexical[0] == "-":
+        start = 1
+    if n == start or n - start > 18:  # 18 digits always fit int64; the range check does the rest
+        return None
+    if lexical[start] == "0" and (n - start > 1 or start == 1):  # leading zero, or "-0"
+        return None
+    for i in range(start, n):
+        d = _digit(lexical[i])
+        if d < 0:
+            return None
+        value = value * 10 + d
+    if start:
+        value = -value
+    if value < low or value > high:
+        return None
+    return _inline(code, value + INT_BIAS)
+
+
+cdef object _inline_decimal(str lexical):
+    cdef Py_ssize_t n = len(lexical), i = 0, whole_start, digits = 0, scale = 0
+    cdef int64_t unscaled = 0
+    cdef int d
+    cdef bint negative = False, point = False
+    if n and lexical[0] == "-":
+        negative = True
+        i = 1
+    whole_start = i
+    while i < n and _digit(lexical[i]) >= 0:
+        i += 1
+    if i == whole_start or (lexical[whole_start] == "0" and i - whole_start > 1):
+        return None
+    digits = i - whole_start
+    if i < n:
+        if lexical[i] != ".":
+            return None
+        point = True
+        i += 1
+        scale = n - i
+        if scale < 1 or scale > 15:
+            return None
+    if digits + scale > 17:
+        return None
+    for i in range(whole_start, n):
+        if point and i == whole_start + digits:
+            continue
+        d = _digit(lexical[i])
+        if d < 0:
+            return None
+        unscaled = unscaled * 10 + d
+    if negative:
+        if unscaled == 0:
+            return None
+        unscaled = -unscaled
+    if unscaled < -DECIMAL_BIAS or unscaled >= DECIMAL_BIAS:
+        return None
+    return _inline(DECIMAL, ((unscaled + DECIMAL_BIAS) << 4) | scale)
+
+
+cdef inline int _two(str s, Py_ssize_t at) noexcept:
+    cdef int a = _digit(s[at]), b = _digit(s[at + 1])
+    return -1 if a < 0 or b < 0 else a * 10 + b
+
+
+cdef inline int64_t _days_from_civil(int64_t y, int64_t m, int64_t d) noexcept:
+    # Howard Hinnant's algorithm; all terms are non-negative for years >= 1.
+    y -= m <= 2
+    cdef int64_t era = y // 400
+    cdef int64_t yoe = y - era * 400
+    cdef int64_t doy = (153 * (m - 3 if m > 2 else m + 9) + 2) // 5 + d - 1
+    cdef int64_t doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+cdef object _inline_datetime(str s):
+    cdef Py_ssize_t n = len(s), i = 19, fraction_digits = 0
+    if n < 19 or s[4] != "-" or s[7] != "-" or s[10] != "T" or s[13] != ":" or s[16] != ":":
+        return None
+    cdef int y1 = _two(s, 0), y2 = _two(s, 2)
+    cdef int month = _two(s, 5), day = _two(s, 8)
+    cdef int hour = _two(s, 11), minute = _two(s, 14), second = _two(s, 17)
+    if y1 < 0 or y2 < 0 or month < 0 or day < 0 or hour < 0 or minute < 0 or second < 0:
+        return None
+    cdef int year = y1 * 100 + y2
+    if year < 1 or month < 1 or month > 12 or day < 1 or hour > 23 or minute > 59 or second > 59:
+        return None
+    cdef int days_in_month = _DAYS_IN_MONTH[month - 1]
+    if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+        days_in_month = 29
+    if day > days_in_month:
+        return None
+    cdef int64_t millis = 0
+    cdef int d
+    if i < n and s[i] == ".":
+        i += 1
+        while i < n and fraction_digits < 4 and _digit(s[i]) >= 0:
+            millis = millis * 10 + _digit(s[i])
+            fraction_digits += 1
+            i += 1
+        if fraction_digits == 0 or fraction_digits > 3 or s[i - 1] == "0":  # canonical: no trailing 0
+            return None
+        while fraction_digits < 3:
+            millis *= 10
+            fraction_digits += 1
+    cdef int64_t local = (
+        _days_from_civil(year, month, day) * MS_PER_DAY
+        + ((hour * 60 + minute) * 60 + second) * 1000
+        + millis
+    )
+    cdef int64_t tz_code, instant, offset
+    cdef int zone_hours, zone_minutes
+    if i == n:
+        tz_code, instant = TZ_NONE, local
+    elif i == n - 1 and s[i] == "Z":
+        tz_code, instant = TZ_UTC, local
+    elif i == n - 6 and (s[i] == "+" or s[i] == "-") and s[i + 3] == ":":
+        zone_hours, zone_minutes = _two(s, i + 1), _two(s, i + 4)
+        if zone_hours < 0 or zone_minutes < 0 or zone_minutes > 59:
+            return None
+        offset = zone_hours * 60 + zone_minutes
+        if offset > MAX_OFFSET_MINUTES or (offset == 0 and s[i] == "-"):  # "-00:00" is not canonical
+            return None
+        if s[i] == "-":
+            offset = -offset
+        tz_code, instant = TZ_OFFSET + MAX_OFFSET_MINUTES + offset, local - offset * 60000
+    else:
+        return None
+    if instant < -MS_BIAS or instant >= MS_BIAS:
+        return None
+    return _inline(DATETIME, ((instant + MS_BIAS) << TZ_BITS) | tz_code)
+
+
+cpdef object inline_id(object literal):
+    """The inline id of a literal, or None (see encoding.inline_id)."""
+    cdef str datatype = literal.datatype.value
+    integer_type = _INTEGER_TYPES.get(datatype)
+    if integer_type is not None:
+        return _inline_integer(literal.value, integer_type[0], integer_type[1], integer_type[2])
+    if datatype == _XSD_BOOLEAN:
+        lexical = literal.value
+        if lexical == "true":
+            return _inline(BOOLEAN, 1)
+        if lexical == "false":
+            return _inline(BOOLEAN, 0)
+        return None
+    if datatype == _XSD_DECIMAL:
+        return _inline_decimal(literal.value)
+    if datatype == _XSD_DATETIME:
+        return _inline_datetime(literal.value)
+    return None
+
+
+cdef str _format_datetime(int64_t field):
+    cdef int64_t tz_code = field & ((1 << TZ_BITS) - 1)
+    cdef int64_t instant = (field >> TZ_BITS) - MS_BIAS
+    cdef int64_t local = instant, offset = 0
+    if tz_code >= TZ_OFFSET:
+        offset = tz_code - TZ_OFFSET - MAX_OFFSET_MINUTES
+        local = instant + offset * 60000
+    cdef int64_t days = local // MS_PER_DAY
+    cdef int64_t in_day = local % MS_PER_DAY
+    # civil_from_days (Hinnant)
+    cdef int64_t z = days + 719468
+    cdef int64_t era = z // 146097
+    cdef int64_t doe = z - era * 146097
+    cdef int64_t yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    cdef int64_t doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    cdef int64_t mp = (5 * doy + 2) // 153
+    cdef int64_t day = doy - (153 * mp + 2) // 5 + 1
+    cdef int64_t month = mp + 3 if mp < 10 else mp - 9
+    cdef int64_t year = yoe + era * 400 + (month <= 2)
+    cdef int64_t millis = in_day % 1000, seconds = in_day // 1000
+    cdef char[48] buffer
+    cdef int length = snprintf(
+        buffer, 48, "%04d-%02d-%02dT%02d:%02d:%02d", <int>year, <int>month, <int>day,
+        <int>(seconds // 3600), <int>(seconds // 60 % 60), <int>(seconds % 60),
+    )
+    if millis:
+        if millis % 100 == 0:
+            length += snprintf(buffer + length, 8, ".%d", <int>(millis // 100))
+        elif millis % 10 == 0:
+            length += snprintf(buffer + length, 8, ".%02d", <int>(millis // 10))
+        else:
+            length += snprintf(buffer + length, 8, ".%03d", <int>millis)
+    if tz_code == TZ_UTC:
+        length += snprintf(buffer + length, 4, "Z")
+    elif tz_code >= TZ_OFFSET:
+        length += snprintf(
+            buffer + length, 8, "%c%02d:%02d", b"-"[0] if offset < 0 else b"+"[0],
+            <int>(abs(offset) // 60), <int>(abs(offset) % 60),
+        )
+    return buffer[:length].decode("ascii")
+
+
+cdef str _format_decimal(int64_t field):
+    cdef int64_t scale = field & 0xF
+    cdef int64_t unscaled = (field >> 4) - DECIMAL_BIAS
+    if scale == 0:
+        return str(unscaled)
+    digits = str(abs(unscaled)).rjust(scale + 1, "0")
+    return ("-" if unscaled < 0 else "") + digits[:-scale] + "." + digits[-scale:]
+
+
+cpdef object decode_inline(object term_id):
+    """The literal an inline id stands for (see encoding.decode_inline)."""
+    cdef int64_t value = term_id
+    if value >= 0:
+        raise ValueError(
+            f"term id {term_id} is a dictionary id, not an inline one; decode it with its TermDictionary"
+        )
+    cdef int64_t code = (value >> TYPE_SHIFT) & 0x1F
+    cdef int64_t field = value & VALUE_MASK
+    datatype = _DATATYPES.get(code)
+    if datatype is None:
+        raise ValueError(f"term id {term_id} has inline type bits {code}, which no inline type uses")
+    if code == BOOLEAN:
+        lexical = "true" if field else "false"
+    elif code == DATETIME:
+        lexical = _format_datetime(field)
+    elif code == DECIMAL:
+        lexical = _format_decimal(field)
+    else:
+        lexical = str(field - INT_BIAS)
+    return _Literal(lexical, datatype=datatype)

@@ -1,0 +1,669 @@
+"""SPARQL 1.1 expressions compiled once into closures over solution mappings (spec §17).
+
+``compile_expression(expr)`` turns an algebra expression into ``fn(row) -> term``: ``row`` maps
+variable names to pyoxigraph terms (a missing name, or ``None``, is unbound) and the result is a
+pyoxigraph ``NamedNode``/``BlankNode``/``Literal``. An expression error (unbound variable, type
+error, …) raises ``ExpressionError``; ``filter_passes`` turns it into ``False`` and ``BIND``
+leaves the variable unbound. All name dispatch happens at compile time, and sub-expressions
+whose arguments are constants are folded then.
+
+>>> from cqels_endpoint.query import ast
+>>> from cqels_endpoint.terms import Literal as AstLiteral, Var
+>>> add = compile_expression(ast.BinaryOp("+", Var("x"), AstLiteral("1.5", "http://www.w3.org/2001/XMLSchema#decimal")))
+>>> add({"x": Literal("2", datatype=INTEGER)}).value
+'3.5'
+>>> filter_passes(add, {})
+False
+
+Determinism. ``NOW()`` is the evaluation time the caller passes (``now=`` a zero-argument callable
+returning milliseconds since the epoch, a ``datetime`` or an xsd:dateTime literal): the continuous
+engine passes the evaluation time τ, so incremental and recompute evaluations of the same τ see the
+same value. ``RAND()``, ``UUID()``, ``STRUUID()`` and ``BNODE()`` are non-deterministic by the
+spec; they draw from ``rng`` (a ``random.Random``, seed it for reproducible runs) or make fresh
+blank nodes, so they never compare equal across evaluation modes and are never constant-folded.
+``BNODE(str)`` returns the same blank node for the same string within one solution mapping.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+
+from pyoxigraph import BlankNode, Literal, NamedNode
+
+from cqels_endpoint.algebra.nodes import Exists
+from cqels_endpoint.errors import PlanError
+from cqels_endpoint.query import ast
+from cqels_endpoint.runtime import functions as fn
+from cqels_endpoint.runtime.functions import (
+    DOUBLE,
+    FALSE,
+    INTEGER,
+    TRUE,
+    ExpressionError,
+    effective_boolean_value,
+)
+from cqels_endpoint.terms import IRI as AstIRI
+from cqels_endpoint.terms import Literal as AstLiteral
+from cqels_endpoint.terms import Var
+
+__all__ = [
+    "Compiled",
+    "ExpressionError",
+    "compile_expression",
+    "compile_filter",
+    "compile_order_key",
+    "effective_boolean_value",
+    "filter_passes",
+    "order_key",
+    "to_term",
+]
+
+Row = Mapping[str, object]
+Compiled = Callable[[Row], object]
+NowSource = Callable[[], "int | datetime | Literal"]
+
+_NOT_CONSTANT = object()
+
+
+def to_term(term: AstIRI | AstLiteral) -> NamedNode | Literal:
+    """The pyoxigraph term of a query constant, lexical form kept exactly as written."""
+    try:
+        if isinstance(term, AstIRI):
+            return NamedNode(term.value)
+        if term.language is not None:
+            return Literal(term.value, language=term.language)
+        if term.datatype is not None:
+            return Literal(term.value, datatype=NamedNode(term.datatype))
+        return Literal(term.value)
+    except ValueError as error:
+        msg = f"the constant {term} is not a valid RDF term ({error}); write an absolute IRI or fix the literal"
+        raise PlanError(msg) from None
+
+
+def compile_expression(
+    expr,
+    *,
+    now: NowSource | None = None,
+    base_iri: str | None = None,
+    rng: random.Random | None = None,
+) -> Compiled:
+    """Compile an algebra expression into ``fn(row) -> term`` (raising ``ExpressionError``).
+
+    ``now`` gives NOW() (default: the wall clock at each call), ``base_iri`` resolves IRI()/URI(),
+    ``rng`` feeds RAND()/UUID()/STRUUID(). EXISTS raises ``PlanError`` (not supported yet).
+    """
+    return _Compiler(now, base_iri, rng).compile(expr)[0]
+
+
+def compile_filter(exprs, **context) -> Callable[[Row], bool]:
+    """The conjunction of a Filter node's expressions as ``row -> bool`` (an error is false)."""
+    compiled = [compile_expression(expr, **context) for expr in exprs]
+    ebv = effective_boolean_value
+
+    if len(compiled) == 1:
+        (only,) = compiled
+
+        def passes_one(row: Row) -> bool:
+            try:
+                return ebv(only(row))
+            except ExpressionError:
+                return False
+
+        return passes_one
+
+    def passes_all(row: Row) -> bool:
+        try:
+            for condition in compiled:
+                if not ebv(condition(row)):
+                    return False
+        except ExpressionError:
+            return False
+        return True
+
+    return passes_all
+
+
+def filter_passes(compiled: Compiled, row: Row) -> bool:
+    """FILTER semantics: the effective boolean value of the result, an error being false."""
+    try:
+        return effective_boolean_value(compiled(row))
+    except ExpressionError:
+        return False
+
+
+# --------------------------------------------------------------------------- ORDER BY (§15.1)
+
+
+def order_key(term) -> tuple:
+    """A sort key giving the ORDER BY order of §15.1: unbound < blank nodes < IRIs < literals.
+
+    Literals that ``<`` orders (numerics, strings, booleans, dateTimes) sort by value; the rest
+    sort in a fixed, arbitrary but total order (by kind, then datatype and lexical form), so top-k
+    and re-sorting agree. A dateTime without a timezone sorts as if it were UTC.
+    """
+    if term is None:
+        return (0,)
+    kind_of = type(term)
+    if kind_of is BlankNode:
+        return (1, term.value)
+    if kind_of is NamedNode:
+        return (2, term.value)
+    kind, rank, value = fn.literal_value(term)
+    lexical = term.value
+    if value is not fn.ILL_TYPED:
+        if kind == fn.KIND_NUMERIC:
+            if value != value:
+                return (3, 0, 0, rank, lexical)
+            return (3, 0, 1, value, rank, lexical)
+        if kind == fn.KIND_BOOLEAN:
+            return (3, 1, value, lexical)
+        if kind == fn.KIND_STRING:
+            return (3, 2, lexical)
+        if kind == fn.KIND_LANG:
+            return (3, 3, lexical, term.language)
+        if kind == fn.KIND_DATETIME or kind == fn.KIND_DATE:
+            return (3, 4 if kind == fn.KIND_DATETIME else 5, fn.utc_seconds(value), value.tz is None, lexical)
+    # ill-typed literals and unknown datatypes: a fixed order by datatype and lexical form
+    datatype = term.datatype.value
+    return (3, 6, datatype, lexical)
+
+
+class _Descending:
+    """Inverts the order of a key (for ``DESC(…)`` inside one tuple key)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple):
+        self.key = key
+
+    def __lt__(self, other: _Descending) -> bool:
+        return other.key < self.key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+def compile_order_key(conditions, **context) -> Callable[[Row], tuple]:
+    """``row -> key`` for ORDER BY conditions (``ast.OrderCondition``); an error sorts as unbound."""
+    parts = [(compile_expression(c.expr, **context), c.descending) for c in conditions]
+
+    def key(row: Row) -> tuple:
+        out = []
+        for compiled, descending in parts:
+            try:
+                value = order_key(compiled(row))
+            except ExpressionError:
+                value = order_key(None)
+            out.append(_Descending(value) if descending else value)
+        return tuple(out)
+
+    return key
+
+
+# --------------------------------------------------------------------------- the compiler
+
+
+_COMPARISONS = {
+    "=": fn.equal,
+    "!=": fn.not_equal,
+    "<": fn.less,
+    ">": fn.greater,
+    "<=": fn.less_equal,
+    ">=": fn.greater_equal,
+}
+
+_UNARY = {
+    "STR": fn.fn_str,
+    "LANG": fn.fn_lang,
+    "DATATYPE": fn.fn_datatype,
+    "STRLEN": fn.fn_strlen,
+    "UCASE": fn.fn_ucase,
+    "LCASE": fn.fn_lcase,
+    "ENCODE_FOR_URI": fn.fn_encode_for_uri,
+    "ABS": fn.fn_abs,
+    "ROUND": fn.fn_round,
+    "CEIL": fn.fn_ceil,
+    "FLOOR": fn.fn_floor,
+    "YEAR": fn.fn_year,
+    "MONTH": fn.fn_month,
+    "DAY": fn.fn_day,
+    "HOURS": fn.fn_hours,
+    "MINUTES": fn.fn_minutes,
+    "SECONDS": fn.fn_seconds,
+    "TIMEZONE": fn.fn_timezone,
+    "TZ": fn.fn_tz,
+    "MD5": fn.fn_md5,
+    "SHA1": fn.fn_sha1,
+    "SHA256": fn.fn_sha256,
+    "SHA384": fn.fn_sha384,
+    "SHA512": fn.fn_sha512,
+    "ISIRI": fn.fn_is_iri,
+    "ISURI": fn.fn_is_iri,
+    "ISBLANK": fn.fn_is_blank,
+    "ISLITERAL": fn.fn_is_literal,
+    "ISNUMERIC": fn.fn_is_numeric,
+}
+
+_BINARY = {
+    "STRDT": fn.fn_strdt,
+    "STRLANG": fn.fn_strlang,
+    "STRSTARTS": fn.fn_strstarts,
+    "STRENDS": fn.fn_strends,
+    "CONTAINS": fn.fn_contains,
+    "STRBEFORE": fn.fn_strbefore,
+    "STRAFTER": fn.fn_strafter,
+    "LANGMATCHES": fn.fn_lang_matches,
+    "SAMETERM": fn.fn_same_term,
+}
+
+_ARITY: dict[str, tuple[int, int | None]] = {name: (1, 1) for name in _UNARY}
+_ARITY.update({name: (2, 2) for name in _BINARY})
+_ARITY.update(
+    {
+        "BOUND": (1, 1),
+        "IF": (3, 3),
+        "COALESCE": (0, None),
+        "CONCAT": (0, None),
+        "SUBSTR": (2, 3),
+        "REGEX": (2, 3),
+        "REPLACE": (3, 4),
+        "IRI": (1, 1),
+        "URI": (1, 1),
+        "BNODE": (0, 1),
+        "RAND": (0, 0),
+        "NOW": (0, 0),
+        "UUID": (0, 0),
+        "STRUUID": (0, 0),
+    }
+)
+
+
+def _raise_error(row: Row):
+    raise ExpressionError
+
+
+def _constant(value) -> Compiled:
+    return lambda row: value
+
+
+def _strict(function, args: list[Compiled]) -> Compiled:
+    """A function of its evaluated arguments, specialised by arity (errors in arguments propagate)."""
+    if len(args) == 1:
+        (a,) = args
+        return lambda row: function(a(row))
+    if len(args) == 2:
+        a, b = args
+        return lambda row: function(a(row), b(row))
+    if len(args) == 3:
+        a, b, c = args
+        return lambda row: function(a(row), b(row), c(row))
+    return lambda row: function(*[arg(row) for arg in args])
+
+
+class _Compiler:
+    """One compilation: the evaluation context shared by the closures of one expression."""
+
+    def __init__(self, now: NowSource | None, base_iri: str | None, rng: random.Random | None):
+        self.now = now
+        self.base_iri = base_iri
+        self.rng = rng if rng is not None else random.Random()
+        # BNODE(str) scope: the same string gives the same blank node within one solution mapping.
+        self.bnode_row: list = [None, {}]
+        self.last_now: list = [None, None]
+
+    def compile(self, expr) -> tuple[Compiled, object]:
+        """``(closure, constant value or _NOT_CONSTANT)``; a constant error compiles to a raising closure."""
+        if isinstance(expr, Var):
+            return self._variable(expr.name), _NOT_CONSTANT
+        if isinstance(expr, AstIRI | AstLiteral):
+            value = to_term(expr)
+            return _constant(value), value
+        if isinstance(expr, ast.BinaryOp):
+            return self._binary(expr)
+        if isinstance(expr, ast.UnaryOp):
+            return self._unary(expr)
+        if isinstance(expr, ast.In):
+            return self._in(expr)
+        if isinstance(expr, ast.BuiltinCall):
+            return self._builtin(expr)
+        if isinstance(expr, ast.FunctionCall):
+            return self._function_call(expr)
+        if isinstance(expr, Exists | ast.Exists):
+            msg = "EXISTS is not supported in continuous queries yet"
+            raise PlanError(msg)
+        if isinstance(expr, ast.Aggregate):
+            msg = f"the aggregate {expr.name} cannot be evaluated per solution; it belongs in a Group"
+            raise PlanError(msg)
+        msg = f"cannot compile the expression {expr!r}"
+        raise PlanError(msg)
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _variable(name: str) -> Compiled:
+        def variable(row: Row):
+            value = row.get(name)
+            if value is None:
+                raise ExpressionError
+            return value
+
+        return variable
+
+    def _fold(self, closure: Compiled, constants: list[object]) -> tuple[Compiled, object]:
+        """Evaluate a deterministic closure now when all its arguments are constants."""
+        if any(constant is _NOT_CONSTANT for constant in constants):
+            return closure, _NOT_CONSTANT
+        try:
+            value = closure({})
+        except ExpressionError:
+            return _raise_error, _NOT_CONSTANT
+        return _constant(value), value
+
+    def _args(self, exprs) -> tuple[list[Compiled], list[object]]:
+        compiled = [self.compile(expr) for expr in exprs]
+        return [c[0] for c in compiled], [c[1] for c in compiled]
+
+    # ------------------------------------------------------------------ operators
+
+    def _binary(self, expr: ast.BinaryOp) -> tuple[Compiled, object]:
+        (left, right), constants = self._args((expr.left, expr.right))
+        op = expr.op
+        if op == "&&":
+            closure = _and(left, right)
+        elif op == "||":
+            closure = _or(left, right)
+        elif op in _COMPARISONS:
+            test = _COMPARISONS[op]
+
+            def closure(row: Row):
+                return TRUE if test(left(row), right(row)) else FALSE
+
+        elif op in ("+", "-", "*", "/"):
+            arithmetic = fn.arithmetic
+
+            def closure(row: Row):
+                return arithmetic(op, left(row), right(row))
+
+        else:
+            msg = f"unknown binary operator {op!r}"
+            raise PlanError(msg)
+        return self._fold(closure, constants)
+
+    def _unary(self, expr: ast.UnaryOp) -> tuple[Compiled, object]:
+        (operand,), constants = self._args((expr.operand,))
+        if expr.op == "!":
+            ebv = effective_boolean_value
+
+            def closure(row: Row):
+                return FALSE if ebv(operand(row)) else TRUE
+
+        elif expr.op == "-":
+            closure = _strict(fn.negate, [operand])
+        elif expr.op == "+":
+            closure = _strict(fn.unary_plus, [operand])
+        else:
+            msg = f"unknown unary operator {expr.op!r}"
+            raise PlanError(msg)
+        return self._fold(closure, constants)
+
+    def _in(self, expr: ast.In) -> tuple[Compiled, object]:
+        (value, *members), constants = self._args((expr.expr, *expr.values))
+        found, missing = (FALSE, TRUE) if expr.negated else (TRUE, FALSE)
+        equal = fn.equal
+
+        def closure(row: Row):
+            term = value(row)
+            error = False
+            for member in members:
+                try:
+                    if equal(term, member(row)):
+                        return found
+                except ExpressionError:
+                    error = True
+            if error:
+                raise ExpressionError
+            return missing
+
+        return self._fold(closure, constants)
+
+    def _function_call(self, expr: ast.FunctionCall) -> tuple[Compiled, object]:
+        cast = fn.CASTS.get(expr.iri.value)
+        args, constants = self._args(expr.args)
+        if cast is None or len(args) != 1:
+            # An unknown function (or a cast with the wrong arity) is an error at every evaluation (§17.6).
+            return _raise_error, _NOT_CONSTANT
+        return self._fold(_strict(cast, args), constants)
+
+    # ------------------------------------------------------------------ built-in calls
+
+    def _builtin(self, expr: ast.BuiltinCall) -> tuple[Compiled, object]:
+        name = expr.name.upper()
+        arity = _ARITY.get(name)
+        if arity is None:
+            msg = f"unknown built-in function {expr.name}"
+            raise PlanError(msg)
+        low, high = arity
+        if len(expr.args) < low or (high is not None and len(expr.args) > high):
+            msg = f"{name} takes {low if low == high else f'{low} to {high}'} arguments, not {len(expr.args)}"
+            raise PlanError(msg)
+        if name == "BOUND":
+            return self._bound(expr.args[0])
+        if name in ("RAND", "NOW", "UUID", "STRUUID", "BNODE"):
+            return self._nondeterministic(name, expr.args)
+        args, constants = self._args(expr.args)
+        if name in _UNARY:
+            closure = _strict(_UNARY[name], args)
+        elif name in _BINARY:
+            closure = _strict(_BINARY[name], args)
+        elif name == "IF":
+            closure = _if(*args)
+        elif name == "COALESCE":
+            return _coalesce(args, constants)
+        elif name == "CONCAT":
+            closure = _strict(fn.fn_concat, args) if args else _constant(fn.EMPTY_STRING)
+        elif name == "SUBSTR":
+            closure = _strict(fn.fn_substr, args)
+        elif name in ("IRI", "URI"):
+            base_iri = self.base_iri
+            (arg,) = args
+
+            def closure(row: Row):
+                return fn.fn_iri(arg(row), base_iri)
+
+        elif name == "REGEX":
+            closure = _regex(args, constants)
+        else:  # REPLACE
+            closure = _replace(args, constants)
+        return self._fold(closure, constants)
+
+    def _bound(self, arg) -> tuple[Compiled, object]:
+        if not isinstance(arg, Var):
+            msg = "BOUND takes a variable"
+            raise PlanError(msg)
+        name = arg.name
+
+        def bound(row: Row):
+            return FALSE if row.get(name) is None else TRUE
+
+        return bound, _NOT_CONSTANT
+
+    def _nondeterministic(self, name: str, exprs) -> tuple[Compiled, object]:
+        rng = self.rng
+        if name == "RAND":
+            return (lambda row: Literal(fn.format_double(rng.random()), datatype=DOUBLE)), _NOT_CONSTANT
+        if name == "UUID":
+            return (lambda row: NamedNode(f"urn:uuid:{_uuid4(rng)}")), _NOT_CONSTANT
+        if name == "STRUUID":
+            return (lambda row: Literal(str(_uuid4(rng)))), _NOT_CONSTANT
+        if name == "NOW":
+            return self._now(), _NOT_CONSTANT
+        if not exprs:
+            return (lambda row: BlankNode()), _NOT_CONSTANT
+        (label,), _ = self._args(exprs)
+        scope = self.bnode_row
+
+        def bnode(row: Row):
+            text = fn.simple_value(label(row))
+            if scope[0] is not row:
+                scope[0] = row
+                scope[1] = {}
+            node = scope[1].get(text)
+            if node is None:
+                node = scope[1][text] = BlankNode()
+            return node
+
+        return bnode, _NOT_CONSTANT
+
+    def _now(self) -> Compiled:
+        source = self.now
+        last = self.last_now  # [source value, literal]: format each distinct time once
+
+        def now(row: Row):
+            value = time.time_ns() // 1_000_000 if source is None else source()
+            if value != last[0] or last[1] is None:
+                last[0] = value
+                last[1] = _datetime_literal(value)
+            return last[1]
+
+        return now
+
+
+def _datetime_literal(value) -> Literal:
+    if isinstance(value, Literal):
+        return value
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        value = (value - epoch) // _MILLISECOND
+    return fn.datetime_from_ms(int(value))
+
+
+_MILLISECOND = datetime(1970, 1, 1, 0, 0, 0, 1000) - datetime(1970, 1, 1)
+
+
+def _uuid4(rng: random.Random) -> uuid.UUID:
+    return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+def _and(left: Compiled, right: Compiled) -> Compiled:
+    """``&&`` with the error truth table of §17.2: false wins over an error."""
+    ebv = effective_boolean_value
+
+    def conjunction(row: Row):
+        try:
+            left_value = ebv(left(row))
+        except ExpressionError:
+            left_value = None
+        if left_value is False:
+            return FALSE
+        if not ebv(right(row)):
+            return FALSE
+        if left_value is None:
+            raise ExpressionError
+        return TRUE
+
+    return conjunction
+
+
+def _or(left: Compiled, right: Compiled) -> Compiled:
+    """``||`` with the error truth table of §17.2: true wins over an error."""
+    ebv = effective_boolean_value
+
+    def disjunction(row: Row):
+        try:
+            left_value = ebv(left(row))
+        except ExpressionError:
+            left_value = None
+        if left_value:
+            return TRUE
+        if ebv(right(row)):
+            return TRUE
+        if left_value is None:
+            raise ExpressionError
+        return FALSE
+
+    return disjunction
+
+
+def _if(condition: Compiled, then: Compiled, otherwise: Compiled) -> Compiled:
+    ebv = effective_boolean_value
+
+    def if_(row: Row):
+        return then(row) if ebv(condition(row)) else otherwise(row)
+
+    return if_
+
+
+def _coalesce(args: list[Compiled], constants: list[object]) -> tuple[Compiled, object]:
+    # Arguments after the first constant that is not an error can never be reached.
+    for index, constant in enumerate(constants):
+        if constant is not _NOT_CONSTANT:
+            args = args[: index + 1]
+            if index == 0:
+                return _constant(constant), constant
+            break
+
+    def coalesce(row: Row):
+        for arg in args:
+            try:
+                return arg(row)
+            except ExpressionError:
+                pass
+        raise ExpressionError
+
+    return coalesce, _NOT_CONSTANT
+
+
+def _pattern(args: list[Compiled], constants: list[object], pattern_index: int):
+    """The compiled regex of REGEX/REPLACE: built once when pattern and flags are constants."""
+    flags_index = pattern_index + 1
+    pattern_arg = args[pattern_index]
+    flags_arg = args[flags_index] if len(args) > flags_index else None
+    flags_constant = constants[flags_index] if flags_arg is not None else fn.EMPTY_STRING
+    if constants[pattern_index] is not _NOT_CONSTANT and flags_constant is not _NOT_CONSTANT:
+        try:
+            compiled = fn.compile_regex(fn.simple_value(constants[pattern_index]), fn.regex_flags(flags_constant))
+        except ExpressionError:
+            return None
+        return lambda row: compiled
+    if flags_arg is None:
+        return lambda row: fn.compile_regex(fn.simple_value(pattern_arg(row)), "")
+    return lambda row: fn.compile_regex(fn.simple_value(pattern_arg(row)), fn.regex_flags(flags_arg(row)))
+
+
+def _regex(args: list[Compiled], constants: list[object]) -> Compiled:
+    pattern = _pattern(args, constants, 1)
+    if pattern is None:
+        return _raise_error
+    text = args[0]
+    matches = fn.regex_matches
+
+    def regex(row: Row):
+        return matches(text(row), pattern(row))
+
+    return regex
+
+
+def _replace(args: list[Compiled], constants: list[object]) -> Compiled:
+    # REPLACE(text, pattern, replacement[, flags]): the flags follow the replacement.
+    pattern_args = [args[0], args[1], *args[3:]]
+    pattern_constants = [constants[0], constants[1], *constants[3:]]
+    pattern = _pattern(pattern_args, pattern_constants, 1)
+    if pattern is None:
+        return _raise_error
+    text, replacement = args[0], args[2]
+    replace = fn.regex_replace
+
+    def replace_(row: Row):
+        return replace(text(row), pattern(row), replacement(row))
+
+    return replace_
+

@@ -1,0 +1,117 @@
+"""The stream triple patterns of a continuous query: the unit that windows apply to.
+
+A window applies to each triple pattern of a ``StreamPattern`` separately (DESIGN §4: ``TRIPLES n``
+counts the triples matching *that* pattern), so the engine numbers the stream triple patterns of a
+query once, in a stable order, and every part of the engine names them by that number:
+
+- ids follow the pre-order walk of the algebra (``query.visit.walk``: parents before children,
+  children left to right, EXISTS patterns included), then the triple order inside each
+  ``StreamPattern``; two equal stream patterns at two places of the query get two sets of ids;
+- ``map_stream_triples`` rebuilds an algebra replacing each stream triple pattern by a pattern of the
+  caller's choice, visiting them in exactly that order (the recompute evaluator uses it to read each
+  triple pattern from the named graph holding its window).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import pyoxigraph as ox
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.rewrite import map_children
+from cqels_endpoint.errors import PlanError
+from cqels_endpoint.query import ast
+from cqels_endpoint.query.visit import walk
+from cqels_endpoint.query.windows import WindowConfig
+from cqels_endpoint.terms import IRI, BlankNode, Var
+from static_store.convert import constant_term
+
+
+@dataclass(frozen=True)
+class StreamTriple:
+    """One triple pattern of one stream block, with the window that applies to it.
+
+    ``id`` is its index in ``stream_triples(query)``; ``source`` the ``StreamPattern`` it comes from.
+    """
+
+    id: int
+    stream: IRI
+    window: WindowConfig
+    triple: ast.TriplePattern
+    window_name: IRI | None = None
+    source: n.StreamPattern | None = None
+
+    def matches(self, triple: ox.Triple) -> bool:
+        """Whether ``triple`` matches this pattern: equal constants, and equal terms wherever the
+        pattern repeats a variable or blank node (``?x :p ?x``). Blank nodes of the pattern are
+        variables (SPARQL §18.3: they are existential in a BGP)."""
+        terms = (triple.subject, triple.predicate, triple.object)
+        for position, constant in self._constants:
+            if terms[position] != constant:
+                return False
+        return all(terms[a] == terms[b] for a, b in self._repeats)
+
+    @cached_property
+    def _constants(self) -> tuple[tuple[int, ox.NamedNode | ox.Literal], ...]:
+        positions = (self.triple.subject, self.triple.predicate, self.triple.object)
+        return tuple((i, constant_term(x)) for i, x in enumerate(positions) if not isinstance(x, (Var, BlankNode)))
+
+    @cached_property
+    def _repeats(self) -> tuple[tuple[int, int], ...]:
+        """Pairs of positions holding the same variable or blank node."""
+        positions = (self.triple.subject, self.triple.predicate, self.triple.object)
+        first: dict[object, int] = {}
+        pairs = []
+        for i, x in enumerate(positions):
+            if isinstance(x, (Var, BlankNode)):
+                if x in first:
+                    pairs.append((first[x], i))
+                else:
+                    first[x] = i
+        return tuple(pairs)
+
+
+def stream_triples(query: n.AlgebraQuery | n.Pattern) -> list[StreamTriple]:
+    """The stream triple patterns of ``query`` (an ``AlgebraQuery`` or a bare pattern), id = index."""
+    pattern = query.pattern if isinstance(query, n.AlgebraQuery) else query
+    found: list[StreamTriple] = []
+    for node in walk(pattern):
+        if isinstance(node, n.StreamPattern):
+            found.extend(_split(node, len(found)))
+    return found
+
+
+def _split(pattern: n.StreamPattern, first_id: int) -> list[StreamTriple]:
+    if not isinstance(pattern.stream, IRI):
+        # STREAM ?s would have to range over streams that may not exist yet; nothing defines that.
+        msg = f"STREAM {pattern.stream} with a variable stream name is not supported: name the stream by its IRI"
+        raise PlanError(msg)
+    return [
+        StreamTriple(first_id + i, pattern.stream, pattern.window, triple, pattern.window_name, pattern)
+        for i, triple in enumerate(pattern.triples)
+    ]
+
+
+def map_stream_triples(query: n.AlgebraQuery, replace: Callable[[StreamTriple], n.Pattern]) -> n.AlgebraQuery:
+    """``query`` with each stream triple pattern replaced by ``replace(stream_triple)``.
+
+    A ``StreamPattern`` of several triples becomes the ``Join`` of their replacements (a BGP is the
+    join of its triple patterns, blank nodes being shared variables). The ids handed to ``replace``
+    are those of ``stream_triples(query)``.
+    """
+    next_id = 0
+
+    def rebuild(node):
+        nonlocal next_id
+        if isinstance(node, n.StreamPattern):
+            parts = [replace(st) for st in _split(node, next_id)]
+            next_id += len(parts)
+            if not parts:
+                return n.BGP(())
+            return parts[0] if len(parts) == 1 else n.Join(tuple(parts), span=node.span)
+        return map_children(node, rebuild)
+
+    return map_children(query, rebuild)

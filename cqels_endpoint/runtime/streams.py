@@ -1,0 +1,247 @@
+"""Stream events: input conversion, per-stream clocks, lateness buffering, watermarks (DESIGN §4).
+
+Per stream IRI timestamps must not decrease, up to a lateness ``L`` (``Engine(lateness_ms=L)``):
+
+- the stream's *watermark* is its latest timestamp − ``L`` (an ``Engine.advance(τ)`` also moves
+  every stream's latest timestamp to at least ``τ``);
+- an event older than the watermark raises ``LateEventError`` and is counted; nothing is applied;
+- with ``L = 0`` accepted events are released at once; with ``L > 0`` they wait in a buffer and are
+  released in timestamp order once the watermark reaches them, equal timestamps in arrival order,
+  so the queries see them as if they had arrived in order, ``L`` later.
+
+Events are released one at a time and each released event is one tick, also when several share a
+timestamp.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyoxigraph as ox
+
+from cqels_endpoint.errors import LateEventError, RdfSyntaxError
+
+XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
+XSD_DATETIMESTAMP = "http://www.w3.org/2001/XMLSchema#dateTimeStamp"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One stream event: a set of triples with one timestamp; ``arrival`` numbers pushes engine-wide."""
+
+    stream: str
+    time: int
+    triples: tuple[ox.Triple, ...]
+    arrival: int
+
+    def sort_key(self) -> tuple[int, int]:
+        return self.time, self.arrival
+
+
+class StreamClock:
+    """The clock of one stream: latest timestamp, watermark, lateness buffer and counters."""
+
+    def __init__(self, iri: str, lateness_ms: int = 0):
+        self.iri = iri
+        self.lateness_ms = lateness_ms
+        self.latest: int | None = None
+        self.late_events = 0
+        self.accepted_events = 0
+        self._buffer: list[tuple[int, int, Event]] = []
+
+    @property
+    def watermark(self) -> int | None:
+        """Events strictly older than this are late; None before the first event or advance."""
+        return None if self.latest is None else self.latest - self.lateness_ms
+
+    @property
+    def buffered(self) -> int:
+        """Events accepted but not yet released (always 0 when the lateness is 0)."""
+        return len(self._buffer)
+
+    def check(self, time: int) -> None:
+        """Raises (and counts) ``LateEventError`` when an event at ``time`` would be late."""
+        watermark = self.watermark
+        if watermark is not None and time < watermark:
+            self.late_events += 1
+            raise LateEventError(self.iri, time, watermark)
+
+    def accept(self, event: Event) -> list[Event]:
+        """Takes an event that passed ``check``; returns the events it releases, in order."""
+        self.accepted_events += 1
+        heapq.heappush(self._buffer, (event.time, event.arrival, event))
+        self.latest = event.time if self.latest is None else max(self.latest, event.time)
+        return self._release()
+
+    def advance(self, time: int) -> list[Event]:
+        """Moves the latest timestamp to at least ``time``; returns the events this releases."""
+        self.latest = time if self.latest is None else max(self.latest, time)
+        return self._release()
+
+    def _release(self) -> list[Event]:
+        watermark = self.watermark
+        released = []
+        while self._buffer and self._buffer[0][0] <= watermark:
+            released.append(heapq.heappop(self._buffer)[2])
+        return released
+
+
+class Streams:
+    """Every stream the engine has seen, by IRI."""
+
+    def __init__(self, lateness_ms: int = 0):
+        if lateness_ms < 0:
+            msg = f"lateness_ms must be >= 0, not {lateness_ms}"
+            raise ValueError(msg)
+        self.lateness_ms = lateness_ms
+        self.clocks: dict[str, StreamClock] = {}
+        # The latest advance: a stream first seen after it starts there, like the streams known then.
+        self.floor: int | None = None
+        self._arrivals = itertools.count()
+
+    def clock(self, iri: str) -> StreamClock:
+        clock = self.clocks.get(iri)
+        if clock is None:
+            clock = self.clocks[iri] = StreamClock(iri, self.lateness_ms)
+            clock.latest = self.floor
+        return clock
+
+    def push(self, iri: str, triples: tuple[ox.Triple, ...], time: int) -> list[Event]:
+        """Accepts one event (``LateEventError`` if late); returns the events released, in order."""
+        clock = self.clock(iri)
+        clock.check(time)
+        return clock.accept(Event(iri, time, triples, next(self._arrivals)))
+
+    def advance(self, time: int) -> list[Event]:
+        """Moves every stream's clock to ``time``; the released events of all streams, in
+        timestamp order (arrival order for equal timestamps)."""
+        self.floor = time if self.floor is None else max(self.floor, time)
+        released = [event for clock in self.clocks.values() for event in clock.advance(time)]
+        released.sort(key=Event.sort_key)
+        return released
+
+
+# --------------------------------------------------------------------------- input conversion
+
+
+def to_millis(time: object) -> int:
+    """A timestamp as integer milliseconds since the epoch.
+
+    Accepts an ``int``; a ``datetime`` (a naive one is taken as UTC); an ISO-8601 string; a
+    pyoxigraph ``xsd:dateTime`` literal. Sub-millisecond parts are truncated.
+
+    >>> to_millis(1500)
+    1500
+    >>> from datetime import datetime, timezone, timedelta
+    >>> to_millis(datetime(1970, 1, 1, 0, 0, 1, tzinfo=timezone.utc))
+    1000
+    >>> to_millis(datetime(1970, 1, 1, 1, 0, 1, tzinfo=timezone(timedelta(hours=1))))
+    1000
+    >>> to_millis(datetime(1970, 1, 1, 0, 0, 2))  # naive: UTC
+    2000
+    >>> to_millis("1970-01-01T00:00:03Z")
+    3000
+    """
+    if isinstance(time, bool):
+        msg = f"a timestamp must be int milliseconds or a datetime, not {time!r}"
+        raise TypeError(msg)
+    if isinstance(time, int):
+        return time
+    if isinstance(time, ox.Literal) and time.datatype.value in (XSD_DATETIME, XSD_DATETIMESTAMP):
+        time = time.value
+    if isinstance(time, str):
+        try:
+            time = datetime.fromisoformat(time)
+        except ValueError:
+            msg = f"not an ISO-8601 dateTime: {time!r}"
+            raise ValueError(msg) from None
+    if isinstance(time, datetime):
+        if time.tzinfo is None:
+            time = time.replace(tzinfo=UTC)
+        delta = time - datetime(1970, 1, 1, tzinfo=UTC)
+        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    msg = f"a timestamp must be int milliseconds, a datetime or an xsd:dateTime, not {type(time).__name__}"
+    raise TypeError(msg)
+
+
+def to_triples(data: object) -> tuple[ox.Triple, ...]:
+    """The triples of one event.
+
+    ``data`` is an N-Triples/Turtle string (or bytes), one pyoxigraph ``Triple`` (or ``Quad``: its
+    graph is ignored), an rdflib triple ``(s, p, o)``, or an iterable of those (an ``rdflib.Graph``
+    included). Malformed text raises ``RdfSyntaxError`` with the line and column; conversion is
+    complete before anything is applied.
+
+    >>> to_triples('<http://e/a> <http://e/p> "1" .')
+    (<Triple subject=<NamedNode value=http://e/a> predicate=<NamedNode value=http://e/p> object=<Literal value=1 datatype=<NamedNode value=http://www.w3.org/2001/XMLSchema#string>>>,)
+    """
+    if isinstance(data, (str, bytes)):
+        return _parse(data)
+    if isinstance(data, (ox.Triple, ox.Quad)) or _is_rdflib_triple(data):
+        return (_triple(data),)
+    if isinstance(data, Iterable):
+        return tuple(_triple(item) for item in data)
+    msg = f"stream data must be RDF text, triples or an iterable of triples, not {type(data).__name__}"
+    raise TypeError(msg)
+
+
+def _parse(text: str | bytes) -> tuple[ox.Triple, ...]:
+    try:
+        quads = list(ox.parse(input=text, format=ox.RdfFormat.TURTLE))
+    except SyntaxError as error:
+        message = error.msg if error.msg else str(error)
+        lines = (text.decode("utf-8", "replace") if isinstance(text, bytes) else text).splitlines()
+        line_text = lines[error.lineno - 1] if error.lineno and 0 < error.lineno <= len(lines) else ""
+        raise RdfSyntaxError(f"malformed event data: {message}\n  {line_text}", error.lineno, error.offset) from None
+    return tuple(quad.triple for quad in quads)
+
+
+def _is_rdflib_triple(data: object) -> bool:
+    return isinstance(data, tuple) and len(data) == 3 and type(data[0]).__module__.startswith("rdflib")
+
+
+def _triple(item: object) -> ox.Triple:
+    if isinstance(item, ox.Triple):
+        return item
+    if isinstance(item, ox.Quad):
+        return item.triple
+    if isinstance(item, tuple) and len(item) == 3:
+        subject, predicate, obj = (_term(x) for x in item)
+        try:
+            return ox.Triple(subject, predicate, obj)
+        except TypeError:
+            msg = f"not a valid RDF triple: {item!r}"
+            raise TypeError(msg) from None
+    msg = f"not a triple: {item!r}"
+    raise TypeError(msg)
+
+
+def _term(term: object) -> ox.NamedNode | ox.BlankNode | ox.Literal:
+    """A pyoxigraph term from a pyoxigraph or rdflib term."""
+    if isinstance(term, (ox.NamedNode, ox.BlankNode, ox.Literal)):
+        return term
+    import rdflib
+
+    if isinstance(term, rdflib.URIRef):
+        return ox.NamedNode(str(term))
+    if isinstance(term, rdflib.BNode):
+        return ox.BlankNode(_bnode_id(str(term)))
+    if isinstance(term, rdflib.Literal):
+        if term.language:
+            return ox.Literal(str(term), language=term.language)
+        if term.datatype is not None:
+            return ox.Literal(str(term), datatype=ox.NamedNode(str(term.datatype)))
+        return ox.Literal(str(term))
+    msg = f"not an RDF term: {term!r}"
+    raise TypeError(msg)
+
+
+def _bnode_id(label: str) -> str:
+    # rdflib blank node ids may hold characters a pyoxigraph blank node id may not.
+    return label if re.fullmatch(r"[A-Za-z0-9_]+", label) else "r" + label.encode().hex()
+

@@ -1,0 +1,198 @@
+"""Window *state*, built from the frozen window configurations of ``query/windows.py``.
+
+One state object per stream triple pattern (DESIGN §4: the window applies to the triples matching
+each triple pattern). A state only knows timestamps and sequence numbers: the engine inserts
+``(t, seq)`` for each matching triple and, before each evaluation at time ``τ``, asks which
+sequence numbers leave. Every buffer is a FIFO by timestamp (a stream's timestamps never
+decrease), so expiry pops from the left and never scans the window.
+
+What a window holds at an evaluation time ``τ`` (the engine evaluates eager queries after each
+event, at its timestamp, and at each clock advance; periodic queries at their close times):
+
+=====================  =========================================================================
+``RANGE T``            ``τ − T < t' ≤ τ``
+``RANGE T SLIDE β``    ``τ − T ≤ t' < τ`` (``τ`` a close ``o + kβ``; the event that triggers a
+                       close is inserted after it)
+``NOW``                the triples of the event being processed; nothing at an advance or a close
+``ALL``                every triple since the query was registered
+``TRIPLES n``          the last ``n`` matching triples (expired as soon as the ``n+1``-th arrives)
+=====================  =========================================================================
+
+>>> state = build_window(RangeWindow(3))
+>>> for seq, t in enumerate([0, 1, 4]):
+...     _ = state.insert(t, seq, tick=seq)
+>>> state.expire(4, tick=2)   # 4 − 3 < t' ≤ 4 keeps t' = 4 only
+[0, 1]
+>>> state.contents()
+[2]
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow, WindowConfig
+
+
+class WindowState:
+    """The triples (as ``(t, seq)``) one window holds; subclasses decide when they leave.
+
+    Call order per evaluation: any number of ``insert`` calls (each may expire entries itself, as
+    ``TRIPLES n`` does), then one ``expire(τ, tick)`` just before the evaluation at ``τ``.
+    ``tick`` identifies the event being processed (``None`` at an advance or a periodic close).
+    """
+
+    def __init__(self) -> None:
+        self._entries: deque[tuple[int, int, object]] = deque()
+
+    def admits(self, t: int, tau: int) -> bool:
+        """Whether a triple at ``t``, inserted when the query's clock is at ``τ``, can ever be seen
+        (one arriving on a lagging stream may already be out of the window)."""
+        return True
+
+    def insert(self, t: int, seq: int, tick: object = None) -> list[int]:
+        """Adds a triple; returns the sequence numbers this insertion pushes out (oldest first)."""
+        self._entries.append((t, seq, tick))
+        return []
+
+    def expire(self, tau: int, tick: object = None) -> list[int]:
+        """Removes and returns (oldest first) the sequence numbers not in the window at ``τ``."""
+        return []
+
+    def _pop_while(self, leaves) -> list[int]:
+        entries = self._entries
+        gone = []
+        while entries and leaves(entries[0]):
+            gone.append(entries.popleft()[1])
+        return gone
+
+    def contents(self) -> list[int]:
+        """The sequence numbers in the window, oldest first."""
+        return [seq for _, seq, _ in self._entries]
+
+    def times(self) -> list[int]:
+        """The timestamps in the window, oldest first."""
+        return [t for t, _, _ in self._entries]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class EagerRangeState(WindowState):
+    """``RANGE T``: holds ``τ − T < t' ≤ τ``."""
+
+    def __init__(self, range_ms: int):
+        super().__init__()
+        self.range_ms = range_ms
+
+    def admits(self, t: int, tau: int) -> bool:
+        return t > tau - self.range_ms
+
+    def expire(self, tau: int, tick: object = None) -> list[int]:
+        bound = tau - self.range_ms
+        return self._pop_while(lambda entry: entry[0] <= bound)
+
+
+class PeriodicRangeState(WindowState):
+    """``RANGE T SLIDE β`` (and ``TUMBLING``, β = T): at a close ``c`` holds ``c − T ≤ t' < c``."""
+
+    def __init__(self, range_ms: int, slide_ms: int):
+        super().__init__()
+        self.range_ms = range_ms
+        self.slide_ms = slide_ms
+
+    def admits(self, t: int, tau: int) -> bool:
+        # ``τ`` is the last close: every later close c > τ expires t' < c − T.
+        return t >= tau - self.range_ms
+
+    def expire(self, tau: int, tick: object = None) -> list[int]:
+        bound = tau - self.range_ms
+        return self._pop_while(lambda entry: entry[0] < bound)
+
+
+class NowState(WindowState):
+    """``NOW``: the triples of the event being processed only."""
+
+    def expire(self, tau: int, tick: object = None) -> list[int]:
+        if tick is None:
+            return self._pop_while(lambda entry: True)
+        return self._pop_while(lambda entry: entry[2] != tick)
+
+
+class AllState(WindowState):
+    """``ALL``: nothing ever leaves."""
+
+
+class TriplesState(WindowState):
+    """``TRIPLES n`` / ``COUNT n``: the last ``n`` triples; the oldest leaves when one more arrives."""
+
+    def __init__(self, count: int):
+        super().__init__()
+        self.count = count
+
+    def insert(self, t: int, seq: int, tick: object = None) -> list[int]:
+        super().insert(t, seq, tick)
+        gone = []
+        while len(self._entries) > self.count:
+            gone.append(self._entries.popleft()[1])
+        return gone
+
+
+def build_window(config: WindowConfig) -> WindowState:
+    """The state object of a window configuration."""
+    match config:
+        case RangeWindow(range_ms, None):
+            return EagerRangeState(range_ms)
+        case RangeWindow(range_ms, slide_ms):
+            return PeriodicRangeState(range_ms, slide_ms)
+        case NowWindow():
+            return NowState()
+        case AllWindow():
+            return AllState()
+        case TriplesWindow(count):
+            return TriplesState(count)
+    raise TypeError(f"not a window configuration: {config!r}")
+
+
+class CloseSchedule:
+    """The close times of a query's periodic windows: the union over their slides of ``o + kβ``
+    (``k ≥ 1``), ``o`` the origin (the query's first event unless given at registration).
+
+    >>> schedule = CloseSchedule([2, 3], origin=10)
+    >>> list(schedule.closes_through(19))
+    [12, 13, 14, 16, 18, 19]
+    >>> list(schedule.closes_through(19))
+    []
+    """
+
+    def __init__(self, slides: Iterable[int], origin: int | None = None):
+        self.slides = sorted(set(slides))
+        if not self.slides or self.slides[0] <= 0:
+            msg = f"a periodic window needs a positive slide, not {self.slides}"
+            raise ValueError(msg)
+        self.origin: int | None = None
+        self._next: list[int] = []
+        if origin is not None:
+            self.set_origin(origin)
+
+    def set_origin(self, origin: int) -> None:
+        self.origin = origin
+        self._next = [origin + slide for slide in self.slides]
+
+    @property
+    def next_close(self) -> int | None:
+        return min(self._next) if self._next else None
+
+    def closes_through(self, time: int):
+        """Yields, in order, every close not yet yielded that is ``≤ time``."""
+        if self.origin is None:
+            return
+        while True:
+            close = min(self._next)
+            if close > time:
+                return
+            for i, slide in enumerate(self.slides):
+                if self._next[i] == close:
+                    self._next[i] += slide
+            yield close
