@@ -32,7 +32,6 @@ When a query is evaluated:
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import threading
 import time as _time
@@ -49,6 +48,7 @@ from cqels_endpoint.errors import CqelsError, PlanError
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.query.windows import RangeWindow
 from cqels_endpoint.recompute import RecomputeEvaluator
+from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.patterns import StreamTriple, stream_triples
 from cqels_endpoint.runtime.streams import Event, Streams, to_millis, to_triples
 from cqels_endpoint.runtime.windows import CloseSchedule, WindowState, build_window
@@ -331,7 +331,7 @@ class Engine:
         self.streams = Streams(lateness_ms)
         self.clock = clock or wall_clock_ms
         self.queries: dict[str, ContinuousQuery] = {}
-        self.dictionary = _dictionary()
+        self.dictionary = TermDictionary()
         self._lock = threading.RLock()
         self._seqs = itertools.count()
         self._numbers = itertools.count(1)
@@ -474,10 +474,7 @@ class Engine:
     def _evaluator(self, mode: str, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:
         if mode == "recompute":
             return RecomputeEvaluator(algebra, patterns, self.store, self.dictionary, name=name)
-        if importlib.util.find_spec("cqels_endpoint.incremental") is None:
-            msg = "the incremental evaluator is not available; register with mode='recompute'"
-            raise PlanError(msg)
-        from cqels_endpoint.incremental import IncrementalEvaluator
+        from cqels_endpoint.incremental import IncrementalEvaluator  # it builds on this module's types
 
         return IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
 
@@ -502,9 +499,3 @@ def _static_store(store) -> StaticStore | None:
     raise TypeError(msg)
 
 
-def _dictionary():
-    if importlib.util.find_spec("cqels_endpoint.runtime.encoding") is None:
-        return None
-    from cqels_endpoint.runtime.encoding import TermDictionary
-
-    return TermDictionary()

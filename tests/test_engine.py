@@ -162,17 +162,6 @@ def test_register_names_r2s_and_modes():
     assert set(engine.queries) == {"q1", "q2", EX + "out", EX + "out2"}
 
 
-def test_incremental_mode_without_its_evaluator_is_a_clear_plan_error(monkeypatch):
-    import cqels_endpoint.engine as engine_module
-
-    real = engine_module.importlib.util.find_spec
-    monkeypatch.setattr(
-        engine_module.importlib.util, "find_spec", lambda name, *a: None if name == "cqels_endpoint.incremental" else real(name, *a)
-    )
-    with pytest.raises(PlanError, match="the incremental evaluator is not available"):
-        Engine().register(SELECT_AT)
-
-
 def test_unregister_subscribe_and_unsubscribe():
     engine, query, emissions = engine_with()
     other = []

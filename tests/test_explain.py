@@ -40,8 +40,9 @@ def test_explain_prints_algebra_optimised_algebra_and_split():
         "# algebra",
         "# optimised (push_filters, flatten_joins, split_static)",
         "# static/stream split",
+        "# physical plan",
     ]
-    split = out.split("# static/stream split\n", 1)[1]
+    split = out.split("# static/stream split\n", 1)[1].split("\n# physical plan\n", 1)[0]
     assert split.splitlines()[:6] == [
         "stream patterns (2):",
         "  S1  <http://deri.org/streams/rfid> [TRIPLES 1]  (line 9)",
@@ -53,6 +54,9 @@ def test_explain_prints_algebra_optimised_algebra_and_split():
     assert "  C1  joined on ?loc1 ?loc2  (line 11)" in split
     assert "  C2  joined on ?auth ?editor  (line 12)" in split
     assert "(static (?loc1 ?loc2)" in out
+    physical = out.split("# physical plan\n", 1)[1]
+    assert physical.startswith("select (incremental)\n")
+    assert "multiway join of 4 inputs" in physical
 
 
 def test_explain_reads_standard_input_and_honours_the_env_twin_of_a_flag():

@@ -114,6 +114,12 @@ def test_query_level_constructs_of_issue_5_are_refused(text: str, construct: str
         compile_plan(algebra(text))
 
 
+def test_now_is_refused_with_its_line_since_its_value_changes_at_every_evaluation() -> None:
+    text = f"SELECT ?a\nWHERE {{ STREAM <{S}> [ALL] {{ ?a :p ?t }}\n  FILTER (?t < NOW()) }}"
+    with pytest.raises(PlanError, match=r"^NOW\(\) \(line 4: `FILTER \(\?t < NOW\(\)\) }`\) is not supported"):
+        compile_plan(algebra(text))
+
+
 def test_the_engine_refuses_them_at_registration_and_recompute_accepts_them() -> None:
     engine = Engine()
     text = PREFIX + f"SELECT ?a WHERE {{ STREAM <{S}> [ALL] {{ ?a :p ?b }} OPTIONAL {{ ?b :q ?c }} }}"

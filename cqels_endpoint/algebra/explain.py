@@ -27,6 +27,12 @@ def explain(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) 
         "# static/stream split",
         split_summary(optimised, prefixes),
     ]
+    streams, _caches = streams_and_caches(optimised.pattern)
+    if streams:
+        # Imported here: the planner builds on the algebra package.
+        from cqels_endpoint.plan.explain import physical_plan_section
+
+        sections += ["", "# physical plan", physical_plan_section(optimised)]
     return "\n".join(sections)
 
 

@@ -36,6 +36,7 @@ from cqels_endpoint.plan.nodes import (
     StaticCache,
     StreamLeaf,
 )
+from cqels_endpoint.query.ast import BuiltinCall
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.patterns import StreamTriple
 from cqels_endpoint.terms import IRI, BlankNode, Var
@@ -192,6 +193,14 @@ class _Compiler:
             if isinstance(node, n.Exists):
                 construct = "FILTER NOT EXISTS" if node.negated else "FILTER EXISTS"
                 raise unsupported(self.query, construct, node)
+            if isinstance(node, BuiltinCall) and node.name == "NOW":
+                # Operators evaluate an expression once, when a mapping arrives; a NOW() condition would
+                # need re-evaluating every live mapping at every evaluation time.
+                raise PlanError(
+                    f"NOW(){_where(self.query, node)} is not supported by incremental continuous queries: "
+                    "its value changes with every evaluation; compare with a stream timestamp instead, "
+                    'or register the query with mode="recompute"'
+                )
 
     def _stream_leaves(self, pattern: n.StreamPattern) -> list[StreamLeaf]:
         if isinstance(pattern.stream, Var):
