@@ -33,37 +33,17 @@ from cqels_endpoint.query.windows import AllWindow
 from cqels_endpoint.terms import IRI
 from sparql_results import Graph, Solutions, read_expected, results_difference
 from static_store import StaticStore
-from w3c import SPARQL10, SPARQL11, W3CTest
+from w3c import QUERY_EVALUATION_SUITES, SPARQL10, SPARQL11, W3CTest
+from w3c import params as w3c_params
 from w3c import select_tests as w3c_tests
 
 STREAM = "urn:test:stream"
-SPARQL11_SUITES = (
-    "aggregates",
-    "bind",
-    "bindings",
-    "cast",
-    "construct",
-    "exists",
-    "functions",
-    "grouping",
-    "negation",
-    "project-expression",
-    "property-path",
-    "subquery",
-    "json-res",
-)
-MANIFESTS = [SPARQL11 / name / "manifest.ttl" for name in SPARQL11_SUITES] + [SPARQL10 / "manifest-evaluation.ttl"]
+MANIFESTS = [SPARQL11 / name / "manifest.ttl" for name in QUERY_EVALUATION_SUITES]
+MANIFESTS.append(SPARQL10 / "manifest-evaluation.ttl")
 TESTS = w3c_tests(MANIFESTS, "QueryEvaluationTest")
 RDF_FORMATS = {".ttl": ox.RdfFormat.TURTLE, ".nt": ox.RdfFormat.N_TRIPLES, ".rdf": ox.RdfFormat.RDF_XML}
 
 
-def _params(tests: list[W3CTest]) -> list:
-    return [
-        pytest.param(test, id=test.id, marks=pytest.mark.xfail(reason=CONTINUOUS_KNOWN_FAILURES[test.iri], strict=True))
-        if test.iri in CONTINUOUS_KNOWN_FAILURES
-        else pytest.param(test, id=test.id)
-        for test in tests
-    ]
 
 
 def continuous_text(query: ast.Query) -> tuple[str, list[Path]]:
@@ -114,7 +94,7 @@ def test_the_suites_are_loaded() -> None:
     assert len({t.iri for t in TESTS}) == len(TESTS)
 
 
-@pytest.mark.parametrize("test", _params(TESTS))
+@pytest.mark.parametrize("test", w3c_params(TESTS, CONTINUOUS_KNOWN_FAILURES))
 def test_continuous_query_evaluation(test: W3CTest) -> None:
     query = parse_query(test.action.read_text(encoding="utf-8"), base_iri=test.action.as_uri())
     text, from_files = continuous_text(query)

@@ -35,29 +35,14 @@ from sparql_results import (
     read_expected,
     results_difference,
 )
-from w3c import MF, SPARQL10, SPARQL11, W3CTest
+from w3c import MF, QUERY_EVALUATION_SUITES, SPARQL10, SPARQL11, W3CTest
 from w3c import params as w3c_params
 from w3c import select_tests as w3c_tests
 
 if TYPE_CHECKING:
     from conftest import LiveEndpoint
 
-SPARQL11_SUITES = (
-    "aggregates",
-    "bind",
-    "bindings",
-    "cast",
-    "construct",
-    "exists",
-    "functions",
-    "grouping",
-    "negation",
-    "project-expression",
-    "property-path",
-    "subquery",
-    "json-res",
-    "csv-tsv-res",
-)
+SPARQL11_SUITES = (*QUERY_EVALUATION_SUITES, "csv-tsv-res")
 MANIFESTS = [SPARQL11 / name / "manifest.ttl" for name in SPARQL11_SUITES] + [SPARQL10 / "manifest-evaluation.ttl"]
 TESTS = w3c_tests(MANIFESTS, "QueryEvaluationTest", "CSVResultFormatTest")
 

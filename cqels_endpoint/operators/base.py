@@ -41,7 +41,10 @@ invalidate exactly those derived rows: nothing is ever re-joined or re-scanned t
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
+
+from cqels_endpoint.errors import OperatorError
 
 Row = tuple  # tuple[int | None, ...]: term ids aligned with a schema
 Lineage = tuple  # tuple[int, ...]: leaf ids
@@ -115,6 +118,50 @@ class Operator:
         counters = " ".join(f"{key}={_format_counter(value)}" for key, value in self.counters().items())
         variables = " ".join("?" + name for name in self.schema)
         return f"{self.label} [{variables}] {counters}"
+
+
+class Source(Operator):
+    """A leaf fed from outside the operator graph (a window buffer, a static cache).
+
+    Subclasses queue the tick's deltas in ``_pending`` and hand what left them to ``_released``; the
+    punctuation sends the pending deltas downstream as one batch, and what left is given back to
+    ``on_release`` one tick later, so the evaluator can still decode the -1 rows of the tick that just
+    closed. ``held()`` is what the source still holds, released by ``close()``.
+    """
+
+    arity = 0
+    fed_by = "its own methods"
+
+    def __init__(self, schema: tuple[str, ...], label: str, on_release: Callable[[tuple], None] | None) -> None:
+        super().__init__(schema, label)
+        self._pending: list[Delta] = []
+        self._released: list[tuple] = []
+        self._releasing: list[tuple] = []
+        self._on_release = on_release
+
+    def on_batch(self, port: int, deltas: list[Delta]) -> None:
+        msg = f"{self.label} is a source: feed it with {self.fed_by}"
+        raise OperatorError(msg)
+
+    def on_punctuation(self, tau: int) -> None:
+        pending, self._pending = self._pending, []
+        self.emit(pending)
+        super().on_punctuation(tau)
+        releasing, self._releasing, self._released = self._releasing, self._released, []
+        if self._on_release is not None:
+            for item in releasing:
+                self._on_release(item)
+
+    def held(self) -> Iterable[tuple]:
+        """What the source holds now (each item is released once by ``close``)."""
+        return ()
+
+    def close(self) -> None:
+        """Release everything still held (the query is unregistered)."""
+        if self._on_release is not None:
+            for item in [*self._releasing, *self._released, *self.held()]:
+                self._on_release(item)
+        self._releasing, self._released, self._pending = [], [], []
 
 
 def _format_counter(value: Any) -> str:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from cqels_endpoint.errors import OperatorError
-from cqels_endpoint.operators.base import Delta, Operator
+from cqels_endpoint.operators.base import Delta, Source
 
 
-class StaticCache(Operator):
+class StaticCache(Source):
     """Source of the cached mappings of one static sub-pattern (rows aligned with ``schema``).
 
     Leaf ids are negative (-1, -2, …) so they never collide with the engine's stream ``seq``
@@ -26,7 +26,7 @@ class StaticCache(Operator):
     evaluator may decode the -1 rows after their tick's punctuation returned).
     """
 
-    arity = 0
+    fed_by = "replace()"
 
     def __init__(
         self,
@@ -34,13 +34,9 @@ class StaticCache(Operator):
         label: str = "",
         on_release: Callable[[tuple], None] | None = None,
     ) -> None:
-        super().__init__(schema, label or "static cache")
+        super().__init__(schema, label or "static cache", on_release)
         self._ids_of_row: dict[tuple, list[int]] = {}
         self._next_leaf = -1
-        self._pending: list[Delta] = []
-        self._released: list[tuple] = []
-        self._releasing: list[tuple] = []
-        self._on_release = on_release
         self.replacements = 0
 
     def replace(self, rows: Iterable[tuple]) -> None:
@@ -87,26 +83,12 @@ class StaticCache(Operator):
         """The cached mappings (a bag, as a list)."""
         return [row for row, leaf_ids in self._ids_of_row.items() for _ in leaf_ids]
 
-    def on_batch(self, port: int, deltas: list[Delta]) -> None:
-        msg = f"{self.label} is a source: feed it with replace()"
-        raise OperatorError(msg)
-
-    def on_punctuation(self, tau: int) -> None:
-        pending, self._pending = self._pending, []
-        self.emit(pending)
-        super().on_punctuation(tau)
-        # Release what left a tick ago: the -1 rows of the tick just closed may still be decoded.
-        releasing, self._releasing, self._released = self._releasing, self._released, []
-        if self._on_release is not None:
-            for row in releasing:
-                self._on_release(row)
+    def held(self) -> list[tuple]:
+        return self.rows()
 
     def close(self) -> None:
-        """Release every row still held (the query is unregistered)."""
-        if self._on_release is not None:
-            for row in [*self._releasing, *self._released, *self.rows()]:
-                self._on_release(row)
-        self._releasing, self._released, self._ids_of_row, self._pending = [], [], {}, []
+        super().close()
+        self._ids_of_row = {}
 
     def __len__(self) -> int:
         return sum(len(leaf_ids) for leaf_ids in self._ids_of_row.values())

@@ -68,7 +68,7 @@ from enum import IntEnum
 
 import pyoxigraph as ox
 
-from cqels_endpoint.operators import use_pure_python
+from cqels_endpoint.operators import compiled_module
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -323,19 +323,12 @@ def decode_inline_python(term_id: int) -> ox.Literal:
     return ox.Literal(lexical, datatype=datatype)
 
 
-if use_pure_python():
+_compiled = compiled_module("cqels_endpoint.runtime._encoding", "term codec")
+if _compiled is None:
     inline_id, decode_inline = inline_id_python, decode_inline_python
-    COMPILED = False
 else:
-    try:
-        from cqels_endpoint.runtime._encoding import decode_inline, inline_id
-    except ImportError as error:
-        msg = (
-            "the compiled term codec is not built: run `pip install -e .` (or `python setup.py "
-            "build_ext --inplace`) in the checkout, or set CQELS_PURE_PYTHON=1 for the pure-Python one"
-        )
-        raise ImportError(msg) from error
-    COMPILED = True
+    inline_id, decode_inline = _compiled.inline_id, _compiled.decode_inline
+COMPILED = _compiled is not None
 
 
 _KINDS: dict[type, TermKind] = {

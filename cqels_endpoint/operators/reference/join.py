@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cqels_endpoint.errors import OperatorError
-from cqels_endpoint.operators.base import Delta, Operator
+from cqels_endpoint.operators.base import Delta, Operator, Source
 from cqels_endpoint.operators.reference.indexes import RingIndex
 
 
@@ -34,7 +34,7 @@ def join_schema(input_schemas: Sequence[Sequence[str]]) -> tuple[str, ...]:
     return tuple(schema)
 
 
-class WindowBuffer(Operator):
+class WindowBuffer(Source):
     """Leaf source of one stream triple pattern: the triples currently in its window, by ``seq``.
 
     ``pattern`` names the variable at subject, predicate and object (None where the pattern has a
@@ -47,7 +47,7 @@ class WindowBuffer(Operator):
     tick it left in after that tick's punctuation returned; ``close()`` releases everything.
     """
 
-    arity = 0
+    fed_by = "insert()/expire()"
 
     def __init__(
         self,
@@ -59,16 +59,12 @@ class WindowBuffer(Operator):
             msg = f"a window buffer needs a triple pattern of 3 positions, got {len(pattern)}"
             raise ValueError(msg)
         schema = pattern_schema(pattern)
-        super().__init__(schema, label or "buffer")
+        super().__init__(schema, label or "buffer", on_release)
         # For every schema column, the triple positions that must carry its value.
         self._columns = tuple(
             tuple(position for position, name in enumerate(pattern) if name == column) for column in schema
         )
         self._triples: dict[int, tuple[int, int, int]] = {}
-        self._pending: list[Delta] = []
-        self._released: list[tuple[int, int, int]] = []
-        self._releasing: list[tuple[int, int, int]] = []
-        self._on_release = on_release
         self.expired = 0
         self.rejected = 0
 
@@ -108,26 +104,12 @@ class WindowBuffer(Operator):
         if self._on_release is not None:
             self._released.append(ids)
 
-    def on_batch(self, port: int, deltas: list[Delta]) -> None:
-        msg = f"{self.label} is a source: feed it with insert()/expire()"
-        raise OperatorError(msg)
-
-    def on_punctuation(self, tau: int) -> None:
-        pending, self._pending = self._pending, []
-        self.emit(pending)
-        super().on_punctuation(tau)
-        # Release what expired a tick ago: the -1 rows of the tick just closed may still be decoded.
-        releasing, self._releasing, self._released = self._releasing, self._released, []
-        if self._on_release is not None:
-            for ids in releasing:
-                self._on_release(ids)
+    def held(self) -> list[tuple[int, int, int]]:
+        return list(self._triples.values())
 
     def close(self) -> None:
-        """Release every triple still held (the query is unregistered)."""
-        if self._on_release is not None:
-            for ids in [*self._releasing, *self._released, *self._triples.values()]:
-                self._on_release(ids)
-        self._releasing, self._released, self._triples, self._pending = [], [], {}, []
+        super().close()
+        self._triples = {}
 
     def __len__(self) -> int:
         return len(self._triples)
