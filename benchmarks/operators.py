@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from cqels_endpoint.operators import _join as compiled
-from cqels_endpoint.operators.base import Operator, Sink
+from cqels_endpoint.operators.base import Operator
 from cqels_endpoint.operators.reference import join as twin
 from cqels_endpoint.operators.static_cache import StaticCache
 

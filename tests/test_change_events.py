@@ -107,7 +107,7 @@ def test_add_copy_move(store, events):
     run(store, events, SEED)
     assert run(store, events, f"ADD <{G1}> TO DEFAULT") == {None: (1, 0)}  # :a :p 1 was already there
     assert run(store, events, f"COPY <{G1}> TO <{G2}>") == {G2: (2, 0)}
-    assert run(store, events, f"DELETE DATA {{ :c :p 3 }}") == {None: (0, 1)}
+    assert run(store, events, "DELETE DATA { :c :p 3 }") == {None: (0, 1)}
     assert run(store, events, f"COPY DEFAULT TO <{G2}>") == {G2: (1, 1)}  # keeps :a, drops :c, adds :b
     assert run(store, events, f"MOVE <{G2}> TO <{G1}>") == {G1: (1, 1), G2: (0, 2)}
     assert not store.has_graph(G2)

@@ -11,10 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from cqels_endpoint import Engine
-from cqels_endpoint.errors import PlanError
 from incremental_oracle import Scenario, differences, run_both
 
 ROOT = Path(__file__).parent.parent / "examples"
@@ -130,12 +126,6 @@ def test_conference_q1_reads_an_empty_default_graph() -> None:
     assert [e.rows for e in logs["incremental", "RSTREAM"]] == [[]] * len(logs["incremental", "RSTREAM"])
 
 
-def test_conference_q5_needs_the_aggregation_of_issue_5() -> None:
-    query = (QUERIES / "conference-q5-coauthor-count.rq").read_text(encoding="utf-8")
-    engine = Engine()
-    with pytest.raises(PlanError, match=r"aggregation .*line 14: `GROUP BY \?loc2 \?locName`"):
-        engine.register(query, mode="incremental")
-    engine.register(query, mode="recompute")
 
 
 # Ticks (1 tick = 1 ms):  0    1    2    3    4    5

@@ -132,7 +132,7 @@ def test_protocol_dataset_replaces_from(store):
     text = f"SELECT ?age FROM <{G1}> WHERE {{ ?s <{EX}age> ?age }}"
     assert [r["age"].value for r in store.query(text)] == ["30"]
     assert [r["age"].value for r in store.query(text, default_graph_uris=[G2])] == ["40"]
-    named = f"SELECT ?g WHERE {{ GRAPH ?g {{ ?s ?p ?o }} }}"
+    named = "SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"
     assert [r["g"].value for r in store.query(named, named_graph_uris=[G2])] == [G2]
     # Only named graphs given: the default graph is empty.
     assert list(store.query("SELECT * WHERE { ?s ?p ?o }", named_graph_uris=[G2])) == []

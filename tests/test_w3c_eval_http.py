@@ -20,7 +20,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyoxigraph as ox
 import pytest
 
 from cqels_endpoint import parse_query
@@ -35,7 +34,7 @@ from sparql_results import (
     read_expected,
     results_difference,
 )
-from w3c import MF, QUERY_EVALUATION_SUITES, SPARQL10, SPARQL11, W3CTest
+from w3c import QUERY_EVALUATION_SUITES, SPARQL10, SPARQL11, W3CTest
 from w3c import params as w3c_params
 from w3c import select_tests as w3c_tests
 
@@ -47,8 +46,6 @@ MANIFESTS = [SPARQL11 / name / "manifest.ttl" for name in SPARQL11_SUITES] + [SP
 TESTS = w3c_tests(MANIFESTS, "QueryEvaluationTest", "CSVResultFormatTest")
 
 DATA_MEDIA_TYPES = {".ttl": "text/turtle", ".nt": "application/n-triples", ".rdf": "application/rdf+xml"}
-LAX_CARDINALITY = ox.NamedNode(MF + "LaxCardinality")
-RESULT_CARDINALITY = ox.NamedNode(MF + "resultCardinality")
 
 
 
@@ -80,7 +77,7 @@ def test_query_evaluation(test: W3CTest, live_endpoint: LiveEndpoint) -> None:
     assert response.content_type.split(";")[0].strip() == accept
     actual = parse_results(response.body, response.content_type)
     difference = results_difference(
-        expected, actual, order_by=_order_by(query), lax_cardinality=_lax_cardinality(test)
+        expected, actual, order_by=_order_by(query), lax_cardinality=test.lax_cardinality
     )
     assert difference is None, f"{test.name} ({test.action.name} → {test.result.name}):\n{difference}"
 
@@ -146,8 +143,3 @@ def _order_by(query: ast.Query) -> list[frozenset[str]]:
         for condition in query.form.modifiers.order_by
     ]
 
-
-def _lax_cardinality(test: W3CTest) -> bool:
-    """``mf:resultCardinality mf:LaxCardinality``: duplicates may be dropped (the REDUCED tests)."""
-    manifest: ox.Store = test.extra["store"]
-    return any(manifest.quads_for_pattern(ox.NamedNode(test.iri), RESULT_CARDINALITY, LAX_CARDINALITY))

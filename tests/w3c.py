@@ -61,6 +61,7 @@ class W3CTest:
     result: Path | None = None
     result_graph_data: tuple[tuple[str, Path], ...] = ()
     approval: str | None = None  # local name in dawgt:, e.g. "Approved"
+    lax_cardinality: bool = False  # mf:resultCardinality mf:LaxCardinality: duplicates may be dropped (REDUCED)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -130,6 +131,7 @@ def load_tests(manifest: Path) -> Iterator[W3CTest]:
             name=name.value if name is not None else entry.value,
             manifest=manifest,
             approval=approval.value.rsplit("#", 1)[-1] if approval is not None else None,
+            lax_cardinality=one(store, entry, MF + "resultCardinality") == ox.NamedNode(MF + "LaxCardinality"),
         )
         if isinstance(action, ox.NamedNode):
             test["action"] = _path(action)

@@ -12,14 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cqels_endpoint.errors import PlanError
+from cqels_endpoint.operators.aggregate import GroupAggregate
 from cqels_endpoint.operators.base import Operator, Sink
-from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
+from cqels_endpoint.operators.distinct import Distinct
 from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.join import MultiwayJoin, WindowBuffer
+from cqels_endpoint.operators.negation import Negation, merged_schema
+from cqels_endpoint.operators.optional import OptionalJoin
 from cqels_endpoint.operators.project import Project
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
+from cqels_endpoint.operators.union import Union
 from cqels_endpoint.plan import nodes as p
+from cqels_endpoint.runtime.expressions import compile_filter
 
 
 @dataclass
@@ -77,8 +83,35 @@ def build_operators(
                 operator = Extend(
                     node.input.schema, node.var, node.expr, decoder, label(node, "extend", source), **context
                 )
+            case p.GroupNode():
+                operator = GroupAggregate(
+                    node.input.schema, node.keys, node.aggregates, decoder, label(node, "group", source), **context
+                )
             case p.ProjectNode():
                 operator = Project(node.input.schema, node.schema, label(node, "project", source))
+            case p.DistinctNode():
+                kind = "reduced" if node.reduced else "distinct"
+                operator = Distinct(node.input.schema, label(node, kind, source))
+            case p.UnionNode():
+                operator = Union(node.left.schema, node.right.schema, label(node, "union", source))
+            case p.OptionalNode():
+                operator = OptionalJoin(
+                    node.left.schema,
+                    node.right.schema,
+                    node.exprs,
+                    decoder,
+                    label(node, "optional", source),
+                    **context,
+                )
+            case p.NegationNode():
+                operator = Negation(
+                    node.left.schema,
+                    node.right.schema,
+                    node.kind,
+                    _merged_condition(node, decoder, context),
+                    label(node, node.kind, source),
+                    keys=node.keys,
+                )
             case _:
                 raise TypeError(f"no operator for plan node {node!r}")
         if tuple(operator.schema) != node.schema:
@@ -92,3 +125,12 @@ def build_operators(
     make(plan.root).connect(built.sink)
     built.buffers = dict(sorted(built.buffers.items()))
     return built
+
+
+def _merged_condition(node: p.NegationNode, decoder: TermDecoder, context: dict) -> Callable[[tuple], bool] | None:
+    """The inner FILTER of a (NOT) EXISTS as a test on the left row merged with a right row."""
+    if not node.condition:
+        return None
+    passes = compile_filter(node.condition, **context)
+    positions = {name: i for i, name in enumerate(merged_schema(node.left.schema, node.right.schema))}
+    return lambda row: passes(DecodedRow(positions, row, decoder))

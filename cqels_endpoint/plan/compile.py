@@ -8,10 +8,13 @@ down, joins flattened, static sub-patterns wrapped as ``StaticPattern``) and map
 - each ``StaticPattern`` to a ``StaticCache`` (materialised with pyoxigraph by ``plan.caches``);
 - each ``Join`` — with the triples of its stream blocks — to one ``MultiwayJoin`` whose inputs are
   indexed on the columns they share (ring indexes for windowed inputs, hash indexes for caches);
-- ``Filter``, ``Extend`` (BIND and SELECT expressions) and the top ``Project`` to their operators.
+- ``Filter``, ``Extend`` (BIND and SELECT expressions) and the top ``Project`` to their operators;
+- ``Distinct`` and ``Reduced`` (run as DISTINCT, which REDUCED allows) to a counting ``DistinctNode``,
+  ``Union`` to a ``UnionNode`` (missing columns unbound), ``LeftJoin`` (OPTIONAL with its filter) to
+  an ``OptionalNode``; a static-only operand of those becomes a cache.
 
 A top-level ``ORDER BY`` without ``LIMIT`` does not change the bag Γ and is dropped. Every other
-construct (aggregation, DISTINCT, OPTIONAL, UNION, MINUS, EXISTS, sub-queries, LIMIT/OFFSET…)
+construct (MINUS, EXISTS, sub-queries, LIMIT/OFFSET…)
 raises ``PlanError`` naming it and its query line: the incremental operators for those come with
 issue 5, and ``mode="recompute"`` evaluates them meanwhile.
 """
@@ -26,15 +29,20 @@ from cqels_endpoint.algebra.variables import certainly_bound, contains_stream, i
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.caches import cache_sparql
 from cqels_endpoint.plan.nodes import (
+    DistinctNode,
     ExtendNode,
     FilterNode,
+    GroupNode,
     JoinInput,
     MultiwayJoin,
+    NegationNode,
+    OptionalNode,
     PhysicalPlan,
     PlanNode,
     ProjectNode,
     StaticCache,
     StreamLeaf,
+    UnionNode,
 )
 from cqels_endpoint.query.ast import BuiltinCall
 from cqels_endpoint.query.visit import walk
@@ -43,12 +51,6 @@ from cqels_endpoint.terms import IRI, BlankNode, Var
 
 # What users wrote, for the algebra nodes this issue has no incremental operator for.
 _UNSUPPORTED = {
-    n.Group: "aggregation (GROUP BY or an aggregate function)",
-    n.Distinct: "DISTINCT",
-    n.Reduced: "REDUCED",
-    n.LeftJoin: "OPTIONAL",
-    n.Union: "UNION",
-    n.Minus: "MINUS",
     n.Slice: "LIMIT/OFFSET",
     n.Project: "a sub-query",
     n.OrderBy: "ORDER BY in a sub-query",
@@ -114,8 +116,10 @@ class _Compiler:
         pattern = query.pattern
         if isinstance(pattern, n.Slice):
             raise unsupported(query, "LIMIT/OFFSET (continuous top-k)", pattern)
+        distinct: n.Distinct | n.Reduced | None = None
         if isinstance(pattern, (n.Distinct, n.Reduced)):
-            raise unsupported(query, _UNSUPPORTED[type(pattern)], pattern)
+            # Applied to the projected rows, once the rest of the plan is built.
+            distinct, pattern = pattern, pattern.input
         projection: tuple[Var, ...] | None = None
         if isinstance(pattern, n.Project):
             projection, pattern = pattern.vars, pattern.input
@@ -131,6 +135,8 @@ class _Compiler:
         schema = tuple(v.name for v in projection)
         if schema != root.schema:
             root = ProjectNode(self._id("P"), schema, None, input=root)
+        if distinct is not None:
+            root = self._distinct(distinct, root)
         self._check_patterns(patterns)
         return PhysicalPlan(
             query.form, root, dict(sorted(self.leaves.items())), tuple(self.caches), query.template, ignored_order
@@ -165,6 +171,12 @@ class _Compiler:
                     else:
                         inputs.append(self._node(operand, graph))
                 return self._join(inputs, pattern)
+            case n.Filter(exprs, inner) if any(isinstance(e, n.Exists) for e in exprs):
+                return self._exists_filter(pattern, graph)
+            case n.Minus(left, right):
+                # The stream triples of ``left`` come first in the engine's pre-order numbering.
+                left_node = self._branch(left, graph)
+                return self._negation(pattern, "minus", left_node, self._branch(right, graph), ())
             case n.Filter(exprs, inner):
                 self._check_expressions(exprs)
                 child = self._node(inner, graph)
@@ -179,6 +191,26 @@ class _Compiler:
                 # An expression error leaves the new column unbound: it is never certain.
                 self.certain[id(node)] = self._certain(child)
                 return node
+            case n.Distinct(inner) | n.Reduced(inner):
+                return self._distinct(pattern, self._node(inner, graph))
+            case n.Union(left, right):
+                left_node, right_node = self._branch(left, graph), self._branch(right, graph)
+                schema = left_node.schema + tuple(c for c in right_node.schema if c not in left_node.schema)
+                node = UnionNode(self._id("U"), schema, pattern.span, left=left_node, right=right_node)
+                self.certain[id(node)] = self._certain(left_node) & self._certain(right_node)
+                return node
+            case n.LeftJoin(left, right, exprs):
+                self._check_expressions(exprs)
+                left_node, right_node = self._branch(left, graph), self._branch(right, graph)
+                schema = left_node.schema + tuple(c for c in right_node.schema if c not in left_node.schema)
+                node = OptionalNode(
+                    self._id("O"), schema, pattern.span, exprs=exprs, left=left_node, right=right_node
+                )
+                # The right columns are unbound in the padded rows of left rows without a match.
+                self.certain[id(node)] = self._certain(left_node)
+                return node
+            case n.Group(input=inner):
+                return self._group(pattern, self._node(inner, graph))
             case n.Graph(name, inner):
                 if isinstance(name, Var):
                     raise unsupported(self.query, f"GRAPH {name} around a stream pattern", pattern)
@@ -188,11 +220,115 @@ class _Compiler:
                 raise unsupported(self.query, construct, pattern)
         raise PlanError(f"cannot compile {type(pattern).__name__}{_where(self.query, pattern)}")
 
+    def _group(self, pattern: n.Group, child: PlanNode) -> GroupNode:
+        self._check_expressions(tuple(expr for _var, expr in pattern.keys))
+        self._check_expressions(tuple(a.expr for _var, a in pattern.aggregates if a.expr is not None))
+        keys = tuple((None if var is None else var.name, expr) for var, expr in pattern.keys)
+        aggregates = tuple((var.name, aggregate) for var, aggregate in pattern.aggregates)
+        named = tuple(name for name, _expr in keys if name is not None)
+        schema = (*named, *(name for name, _aggregate in aggregates))
+        node = GroupNode(self._id("G"), schema, pattern.span, keys=keys, aggregates=aggregates, input=child)
+        # A key expression may fail and an aggregate may be an error: only COUNT is always bound.
+        self.certain[id(node)] = frozenset(name for name, a in aggregates if a.name == "COUNT")
+        return node
+
+    def _distinct(self, pattern: n.Distinct | n.Reduced, child: PlanNode) -> DistinctNode:
+        reduced = isinstance(pattern, n.Reduced)
+        node = DistinctNode(self._id("D"), child.schema, pattern.span, reduced=reduced, input=child)
+        # A top-level projection has no entry: claiming no certain column is the safe default.
+        self.certain[id(node)] = self.certain.get(id(child), frozenset())
+        return node
+
+    def _branch(self, pattern: n.Pattern, graph: IRI | None) -> PlanNode:
+        """A UNION or OPTIONAL operand: a static-only one becomes a cache (the optimiser only wraps
+        static parts that sit in joins with stream patterns)."""
+        if not contains_stream(pattern) and not isinstance(pattern, n.StaticPattern):
+            pattern = n.StaticPattern(pattern, (), span=pattern.span)
+        return self._node(pattern, graph)
+
+    def _exists_filter(self, pattern: n.Filter, graph: IRI | None) -> PlanNode:
+        """A FILTER whose conjunction holds (NOT) EXISTS operands: the plain operands become a
+        filter, each (NOT) EXISTS a negation operator over it."""
+        plain = tuple(e for e in pattern.exprs if not isinstance(e, n.Exists))
+        self._check_expressions(plain)
+        # The engine numbers stream triples in pre-order, FILTER expressions before the FILTER's
+        # input: compile the EXISTS patterns first so the leaf ids follow that order.
+        inner_sides = [self._exists_side(e, graph) for e in pattern.exprs if isinstance(e, n.Exists)]
+        node = self._branch(pattern.input, graph)
+        if plain:
+            filtered = FilterNode(self._id("F"), node.schema, pattern.span, exprs=plain, input=node)
+            self.certain[id(filtered)] = self._certain(node)
+            node = filtered
+        for exists, right, condition in inner_sides:
+            node = self._negation(exists, "not exists" if exists.negated else "exists", node, right, condition)
+        return node
+
+    def _exists_side(self, exists: n.Exists, graph: IRI | None) -> tuple[n.Exists, PlanNode, tuple]:
+        """The right input of a (NOT) EXISTS and its condition: the FILTERs at the top of the inner
+        group, evaluated on the merged row because they may read outer variables."""
+        inner = exists.pattern
+        condition: list[n.Expression] = []
+        static_wrapper = None
+        if isinstance(inner, n.StaticPattern):
+            static_wrapper, inner = inner, inner.pattern
+        while isinstance(inner, n.Filter):
+            condition.extend(inner.exprs)
+            inner = inner.input
+        if any(isinstance(x, n.Exists) for e in condition for x in walk(e)):
+            raise PlanError(
+                f"a (NOT) EXISTS nested inside another one{_where(self.query, exists)} is not supported by "
+                'incremental continuous queries; register the query with mode="recompute" to evaluate it'
+            )
+        self._check_expressions(tuple(condition))
+        scope = {v.name for v in in_scope(inner)}
+        for node in walk(inner):
+            exprs = node.exprs if isinstance(node, (n.Filter, n.LeftJoin)) else ()
+            exprs += (node.expr,) if isinstance(node, n.Extend) else ()
+            for name in (x.name for e in exprs for x in walk(e) if isinstance(x, Var)):
+                if name not in scope:
+                    raise unsupported(
+                        self.query,
+                        f"a reference to the outer variable ?{name} nested inside the (NOT) EXISTS pattern "
+                        "(only FILTERs at the top of its group may read outer variables)",
+                        node,
+                    )
+        if static_wrapper is not None:
+            inner = n.StaticPattern(inner, static_wrapper.join_vars, span=static_wrapper.span)
+        return exists, self._branch(inner, graph), tuple(condition)
+
+    def _negation(
+        self, pattern: object, kind: str, left: PlanNode, right: PlanNode, condition: tuple
+    ) -> NegationNode:
+        shared = tuple(c for c in left.schema if c in right.schema and not c.startswith("_:"))
+        maybe_inner = [c for c in shared if c not in self._certain(right)]
+        if kind != "minus" and maybe_inner:
+            # (NOT) EXISTS substitutes the outer row into the inner pattern: where the inner
+            # pattern may leave a shared variable unbound (OPTIONAL, UNION), that is not a
+            # compatibility test on the inner solutions, which is all the operator does.
+            variables = " ".join("?" + c for c in maybe_inner)
+            raise PlanError(
+                f"{kind.upper()}{_where(self.query, pattern)} over {variables}, which its inner pattern may "
+                "leave unbound, is not supported by incremental continuous queries; register the query "
+                'with mode="recompute" to evaluate it'
+            )
+        # Hashed: the shared columns bound in every row of both sides; the others are checked per candidate.
+        keys = tuple(c for c in shared if c in self._certain(left) and c in self._certain(right))
+        node = NegationNode(
+            self._id("N"), left.schema, getattr(pattern, "span", None),
+            kind=kind, shared=shared, keys=keys, condition=condition, left=left, right=right,
+        )
+        self.certain[id(node)] = self._certain(left)
+        return node
+
     def _check_expressions(self, exprs: tuple[n.Expression, ...]) -> None:
         for node in (x for expr in exprs for x in walk(expr)):
             if isinstance(node, n.Exists):
-                construct = "FILTER NOT EXISTS" if node.negated else "FILTER EXISTS"
-                raise unsupported(self.query, construct, node)
+                construct = "NOT EXISTS" if node.negated else "EXISTS"
+                raise PlanError(
+                    f"{construct}{_where(self.query, node)} inside a larger expression is not supported by "
+                    "incremental continuous queries: only FILTER (NOT) EXISTS operands of a FILTER's "
+                    'conjunction are; register the query with mode="recompute" to evaluate it'
+                )
             if isinstance(node, BuiltinCall) and node.name == "NOW":
                 # Operators evaluate an expression once, when a mapping arrives; a NOW() condition would
                 # need re-evaluating every live mapping at every evaluation time.

@@ -15,18 +15,25 @@ from cqels_endpoint.algebra.nodes import AlgebraQuery
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.nodes import (
+    DistinctNode,
     ExtendNode,
     FilterNode,
+    GroupNode,
     JoinInput,
     MultiwayJoin,
+    NegationNode,
+    OptionalNode,
     PhysicalPlan,
     PlanNode,
     ProjectNode,
     StaticCache,
     StreamLeaf,
+    UnionNode,
 )
-from cqels_endpoint.query.serialize import write_expression, write_term
+from cqels_endpoint.query.serialize import write_expression as _write_expression
+from cqels_endpoint.query.serialize import write_term
 from cqels_endpoint.query.windows import format_window
+from cqels_endpoint.terms import Var
 
 
 def physical_plan_section(query: AlgebraQuery) -> str:
@@ -95,8 +102,29 @@ def _what(node: PlanNode) -> str:
             return "filter " + " && ".join(f"({write_expression(e)})" for e in exprs)
         case ExtendNode(var=var, expr=expr):
             return f"extend ?{var} := {write_expression(expr)}"
+        case GroupNode(keys=keys, aggregates=aggregates):
+            by = " ".join(_group_key(name, expr) for name, expr in keys)
+            computed = " ".join(f"?{name} := {_aggregate(aggregate)}" for name, aggregate in aggregates)
+            return f"group by {by or '()'} computing {computed}"
         case ProjectNode():
             return f"project [{columns}]"
+        case NegationNode(kind=kind, shared=shared, keys=keys, condition=condition):
+            hashed = " ".join("?" + c for c in keys) or "nothing"
+            text = f"{kind} [{columns}] probed on {hashed} via hash index"
+            checked = " ".join("?" + c for c in shared if c not in keys)
+            if checked:
+                text += f" (maybe unbound: {checked})"
+            if condition:
+                text += " where " + " && ".join(f"({write_expression(e)})" for e in condition)
+            return text
+        case DistinctNode(reduced=reduced):
+            # REDUCED runs as DISTINCT: removing every duplicate is one of the answers it allows.
+            return f"reduced (as distinct) [{columns}]" if reduced else f"distinct [{columns}]"
+        case UnionNode():
+            return f"union [{columns}]"
+        case OptionalNode(exprs=exprs):
+            condition = " && ".join(f"({write_expression(e)})" for e in exprs)
+            return f"optional [{columns}]" + (f" if {condition}" if condition else "")
     return type(node).__name__
 
 
@@ -110,3 +138,24 @@ def _value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(map(str, value)) + "]"
     return str(value)
+
+
+def write_expression(expr) -> str:
+    """An expression as SPARQL text; the internal variables holding aggregate results (``?.0``) too,
+    which HAVING and SELECT expressions over a GROUP BY read."""
+    return _write_expression(expr, write_var=lambda var: f"?{var.name}")
+
+
+def _group_key(name: str | None, expr) -> str:
+    if name is None:
+        return f"({write_expression(expr)})"
+    if isinstance(expr, Var) and expr.name == name:
+        return f"?{name}"
+    return f"({write_expression(expr)} AS ?{name})"
+
+
+def _aggregate(aggregate) -> str:
+    argument = "*" if aggregate.expr is None else write_expression(aggregate.expr)
+    distinct = "DISTINCT " if aggregate.distinct else ""
+    separator = "" if aggregate.separator is None else f"; SEPARATOR={aggregate.separator!r}"
+    return f"{aggregate.name}({distinct}{argument}{separator})"

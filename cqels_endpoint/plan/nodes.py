@@ -120,6 +120,24 @@ class ExtendNode(PlanNode):
 
 
 @dataclass(eq=False)
+class GroupNode(PlanNode):
+    """GROUP BY + aggregates (algebra ``Group``): one row per group, the named keys then the aggregates.
+
+    ``keys`` are ``(column or None, expr)`` (an unnamed key groups without an output column);
+    ``aggregates`` are ``(column, ast.Aggregate)``; the columns of the aggregates are the internal
+    variables the Extend/Filter above (SELECT expressions, HAVING) read.
+    """
+
+    keys: tuple[tuple[str | None, n.Expression], ...] = ()
+    aggregates: tuple[tuple[str, ast.Aggregate], ...] = ()
+    input: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input,)
+
+
+@dataclass(eq=False)
 class ProjectNode(PlanNode):
     """Keeps the ``schema`` columns of its input (a bag: multiplicities are kept)."""
 
@@ -128,6 +146,65 @@ class ProjectNode(PlanNode):
     @property
     def inputs(self) -> tuple[PlanNode, ...]:
         return (self.input,)
+
+
+@dataclass(eq=False)
+class DistinctNode(PlanNode):
+    """DISTINCT (REDUCED too: eliminating every duplicate is allowed) with a counter per row,
+    emitting a row's +1/-1 once per tick when its count leaves or returns to 0."""
+
+    reduced: bool = False
+    input: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input,)
+
+
+@dataclass(eq=False)
+class UnionNode(PlanNode):
+    """Bag union of two inputs on the left columns then the right's others (missing ones unbound)."""
+
+    left: PlanNode | None = None
+    right: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(eq=False)
+class OptionalNode(PlanNode):
+    """OPTIONAL: the left outer join of ``left`` with ``right`` where ``exprs`` hold on the merge."""
+
+    exprs: tuple[n.Expression, ...] = ()
+    left: PlanNode | None = None
+    right: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(eq=False)
+class NegationNode(PlanNode):
+    """``FILTER NOT EXISTS`` / ``FILTER EXISTS`` / ``MINUS``: ``left`` rows kept by how many ``right``
+    rows match them (``operators.negation``). ``kind`` is ``"not exists"``, ``"exists"`` or
+    ``"minus"``; ``shared`` the columns the two sides are matched on, of which ``keys`` (bound in
+    every row of both) are hashed and the others checked per candidate; ``condition`` the inner
+    group's FILTER expressions, evaluated on the left row merged with the right one (they may
+    read outer variables: the correlated NOT EXISTS of DEBS Q2)."""
+
+    kind: str = ""
+    shared: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    condition: tuple[n.Expression, ...] = ()
+    left: PlanNode | None = None
+    right: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.left, self.right)
 
 
 @dataclass(eq=False)

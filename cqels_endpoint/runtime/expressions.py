@@ -41,7 +41,6 @@ from cqels_endpoint.runtime import functions as fn
 from cqels_endpoint.runtime.functions import (
     DOUBLE,
     FALSE,
-    INTEGER,
     TRUE,
     ExpressionError,
     effective_boolean_value,

@@ -1,0 +1,84 @@
+"""Reference twin of ``operators/negation.py``: the same operator computed by re-evaluation.
+
+Same constructor and output relation, reached the slow, obviously correct way: it keeps both
+inputs as plain lineage → row maps and, at every punctuation, recomputes which left rows are
+kept by testing every (left, right) pair, then emits the difference with the previous tick
+(−1 rows first, then +1 rows, each in lineage order). ``keys`` is accepted for the same signature;
+the definition does not depend on which columns are hashed. Tests compare the incremental
+operator with it tick by tick; the engine never uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cqels_endpoint.operators.base import Delta, Operator
+from cqels_endpoint.operators.negation import EXISTS, KINDS, MINUS, shared_columns
+
+
+class Negation(Operator):
+    """Left rows kept according to the right rows matching them, recomputed from scratch per tick."""
+
+    arity = 2
+
+    def __init__(
+        self,
+        left_schema: Sequence[str],
+        right_schema: Sequence[str],
+        kind: str,
+        condition: Callable[[tuple], bool] | None = None,
+        label: str = "",
+        keys: Sequence[str] | None = None,
+    ) -> None:
+        if kind not in KINDS:
+            msg = f"unknown negation kind {kind!r}; expected one of {KINDS}"
+            raise ValueError(msg)
+        super().__init__(tuple(left_schema), label or kind)
+        self.kind = kind
+        self.right_schema = tuple(right_schema)
+        self.shared = shared_columns(self.schema, self.right_schema)
+        self._extra = tuple(i for i, c in enumerate(self.right_schema) if c not in self.schema)
+        self._condition = condition
+        self._inputs: tuple[dict, dict] = ({}, {})
+        self._output: dict[tuple, tuple] = {}
+
+    def on_batch(self, port: int, deltas: list[Delta]) -> None:
+        self.inputs_seen += len(deltas)
+        rows = self._inputs[port]
+        for row, sign, lineage in deltas:
+            if sign > 0:
+                rows[lineage] = row
+            else:
+                del rows[lineage]
+
+    def _match(self, left: tuple, right: tuple) -> bool:
+        """Compatible (an unbound value agrees with anything) and, for MINUS, one common bound column."""
+        merged = list(left)
+        common = False
+        for column in self.shared:
+            mine, theirs = left[self.schema.index(column)], right[self.right_schema.index(column)]
+            if mine is not None and theirs is not None:
+                if mine != theirs:
+                    return False
+                common = True
+            elif mine is None:
+                merged[self.schema.index(column)] = theirs
+        if self.kind == MINUS:
+            return common
+        return self._condition is None or bool(self._condition(tuple(merged) + tuple(right[i] for i in self._extra)))
+
+    def on_tick_end(self, tau: int) -> None:
+        left, right = self._inputs
+        output = {}
+        for lineage, row in left.items():
+            matched = any(self._match(row, other) for other in right.values())
+            if matched == (self.kind == EXISTS):
+                output[lineage] = row
+        gone = [Delta(row, -1, lineage) for lineage, row in sorted(self._output.items()) if lineage not in output]
+        new = [Delta(row, 1, lineage) for lineage, row in sorted(output.items()) if lineage not in self._output]
+        self._output = output
+        self.emit(gone + new)
+
+    def counters(self) -> dict[str, Any]:
+        return {**super().counters(), "left": len(self._inputs[0]), "right": len(self._inputs[1]), "kept": len(self._output)}
