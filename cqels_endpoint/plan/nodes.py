@@ -37,6 +37,17 @@ class PlanNode:
 
 
 @dataclass(eq=False)
+class UnaryNode(PlanNode):
+    """A node with one input (filter, extend, group, project, distinct)."""
+
+    input: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input,)
+
+
+@dataclass(eq=False)
 class StreamLeaf(PlanNode):
     """One stream triple pattern: the window buffer of leaf mappings fed by ``on_insert``/``on_expire``.
 
@@ -95,32 +106,22 @@ class MultiwayJoin(PlanNode):
 
 
 @dataclass(eq=False)
-class FilterNode(PlanNode):
+class FilterNode(UnaryNode):
     """Keeps the mappings for which every expression is true (errors and false drop the mapping)."""
 
     exprs: tuple[n.Expression, ...] = ()
-    input: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.input,)
 
 
 @dataclass(eq=False)
-class ExtendNode(PlanNode):
+class ExtendNode(UnaryNode):
     """``BIND(expr AS var)`` / a SELECT expression: the new column is unbound when ``expr`` errors."""
 
     var: str = ""
     expr: n.Expression | None = None
-    input: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.input,)
 
 
 @dataclass(eq=False)
-class GroupNode(PlanNode):
+class GroupNode(UnaryNode):
     """GROUP BY + aggregates (algebra ``Group``): one row per group, the named keys then the aggregates.
 
     ``keys`` are ``(column or None, expr)`` (an unnamed key groups without an output column);
@@ -130,35 +131,19 @@ class GroupNode(PlanNode):
 
     keys: tuple[tuple[str | None, n.Expression], ...] = ()
     aggregates: tuple[tuple[str, ast.Aggregate], ...] = ()
-    input: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.input,)
 
 
 @dataclass(eq=False)
-class ProjectNode(PlanNode):
+class ProjectNode(UnaryNode):
     """Keeps the ``schema`` columns of its input (a bag: multiplicities are kept)."""
 
-    input: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.input,)
-
 
 @dataclass(eq=False)
-class DistinctNode(PlanNode):
+class DistinctNode(UnaryNode):
     """DISTINCT (REDUCED too: eliminating every duplicate is allowed) with a counter per row,
     emitting a row's +1/-1 once per tick when its count leaves or returns to 0."""
 
     reduced: bool = False
-    input: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.input,)
 
 
 @dataclass(eq=False)
