@@ -28,7 +28,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.rewrite import bottom_up
-from cqels_endpoint.algebra.to_sparql import to_sparql
+from cqels_endpoint.algebra.to_sparql import CUSTOM_AGGREGATES, to_sparql
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
@@ -96,7 +96,7 @@ class RecomputeEvaluator:
         if self._static_dirty:
             self._copy_static()
         self.evaluations += 1
-        solutions = self.store.query(self.sparql)
+        solutions = self.store.query(self.sparql, custom_aggregate_functions=CUSTOM_AGGREGATES)
         names = [variable.value for variable in solutions.variables]
         rows = [{name: solution[name] for name in names if solution[name] is not None} for solution in solutions]
         counts = Counter(row_key(row) for row in rows)

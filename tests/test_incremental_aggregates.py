@@ -9,14 +9,12 @@ which SUM/AVG/MIN… fail. The query runs in both modes with all three R2S on on
 
 Not drawn, because the recompute oracle (pyoxigraph) cannot agree by construction: GROUP_CONCAT and
 SAMPLE over several values (pyoxigraph takes its store's order; ours is documented in
-``runtime.aggregates``) and MEDIAN (a pyoxigraph syntax error); the operator tests cover them
+``runtime.aggregates``); the operator tests cover them
 against the recomputing twin. Failing examples are kept under ``tests/regressions/aggregates/``.
 """
 
 from __future__ import annotations
 
-import csv
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 
+from debs import trip_events
 from incremental_oracle import REGRESSIONS, Scenario, differences, run_both, saved_scenarios
 from test_incremental_differential import WINDOWS, static_graphs
 
@@ -202,33 +201,12 @@ def test_aggregate_results_that_left_are_released_while_the_query_runs() -> None
     assert len(engine.dictionary) <= 2 + 2 + 1 + 2
 
 
-DEBS_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "debs2015" / "trips-2013-01-01-head5000.csv"
-
-
-def debs_trip_events(limit: int) -> list[list]:
-    """The first ``limit`` sample trips as stream events (mapping of the data's README): one event per
-    trip at its drop-off time, with the four coordinates Q1 reads."""
-    events = []
-    with DEBS_SAMPLE.open(encoding="utf-8") as lines:
-        for number, row in enumerate(csv.reader(lines), 1):
-            if number > limit:
-                break
-            dropoff = datetime.strptime(row[3], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
-            trip = f"<{TAXI}trip{number}>"
-            coordinates = (("pickLon", 6), ("pickLat", 7), ("dropLon", 8), ("dropLat", 9))
-            triples = "\n".join(f'{trip} <{TAXI}{name}> "{row[i]}"^^<{XSD}double> .' for name, i in coordinates)
-            events.append(["push", "http://debs2015.org/streams/trips", int(dropoff.timestamp() * 1000), triples])
-    return events
-
-
 def test_debs_q1_without_top_k_on_the_sample_trips() -> None:
     """DEBS 2015 Q1 as in examples/queries, minus ORDER BY/LIMIT (top-k is another operator), on the
     first 200 sample trips: incremental == recompute at every tick, for every R2S."""
-    if not DEBS_SAMPLE.exists():
-        pytest.skip(f"the DEBS 2015 sample is not at {DEBS_SAMPLE}")
     text = (Path(__file__).resolve().parents[1] / "examples" / "queries" / "debs-q1-frequent-routes.rq").read_text()
     assert "ORDER BY DESC(?freq)\nLIMIT 10" in text
-    scenario = Scenario(text.replace("ORDER BY DESC(?freq)\nLIMIT 10", ""), "", debs_trip_events(200))
+    scenario = Scenario(text.replace("ORDER BY DESC(?freq)\nLIMIT 10", ""), "", trip_events(200, ("pickLon", "pickLat", "dropLon", "dropLat")))
     logs = run_both(scenario)
     assert differences(logs) == []
     assert sum(len(e.rows) for e in logs["incremental", "ISTREAM"]) > 100

@@ -12,9 +12,6 @@ kept under ``tests/regressions/incremental_negation/`` and replayed below.
 
 from __future__ import annotations
 
-import csv
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, given, note, settings
@@ -23,6 +20,7 @@ from hypothesis.control import current_build_context
 
 from cqels_endpoint import Engine
 from cqels_endpoint.errors import PlanError
+from debs import trip_events
 from incremental_oracle import REGRESSIONS, Scenario, differences, run_both, saved_scenarios
 from test_incremental_differential import EX, STREAMS, WINDOWS, histories, static_graphs
 
@@ -151,7 +149,6 @@ def test_regression(name: str, scenario: Scenario) -> None:
     check(scenario)
 
 
-DEBS_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "debs2015" / "trips-2013-01-01-head5000.csv"
 DEBS_Q2_INNER = """PREFIX : <http://debs2015.org/taxi#>
 SELECT ?trip2 ?taxi ?dropoff WHERE {
   STREAM <http://debs2015.org/streams/trips> [RANGE 30m] { ?trip2 :taxi ?taxi . ?trip2 :dropoffTime ?dropoff . }
@@ -162,30 +159,8 @@ SELECT ?trip2 ?taxi ?dropoff WHERE {
 }"""
 
 
-def debs_events(count: int) -> list[list]:
-    """The first ``count`` sample trips as stream events (the mapping of the data README, reduced to
-    the taxi and the two times), time-stamped with their drop-off time."""
-    taxi, xsd = "http://debs2015.org/taxi#", "http://www.w3.org/2001/XMLSchema#dateTime"
-    events = []
-    with DEBS_DATA.open(encoding="utf-8") as lines:
-        for number, line in enumerate(csv.reader(lines), start=1):
-            if number > count:
-                break
-            medallion, _license, pickup, dropoff = line[:4]
-            pickup, dropoff = (datetime.fromisoformat(t).replace(tzinfo=UTC) for t in (pickup, dropoff))
-            trip = f"<{taxi}trip{number}>"
-            triples = (
-                f"{trip} <{taxi}taxi> <{taxi}taxi_{medallion}> .\n"
-                f'{trip} <{taxi}pickupTime> "{pickup.isoformat().replace("+00:00", "Z")}"^^<{xsd}> .\n'
-                f'{trip} <{taxi}dropoffTime> "{dropoff.isoformat().replace("+00:00", "Z")}"^^<{xsd}> .'
-            )
-            events.append(["push", "http://debs2015.org/streams/trips", int(dropoff.timestamp() * 1000), triples])
-    return events
-
-
-@pytest.mark.skipif(not DEBS_DATA.exists(), reason="the DEBS 2015 sample is not next to the checkout")
 def test_debs_q2_empty_taxis_on_the_sample_trips() -> None:
-    logs = run_both(Scenario(DEBS_Q2_INNER, "", debs_events(300)))
+    logs = run_both(Scenario(DEBS_Q2_INNER, "", trip_events(300, ("taxi", "pickupTime", "dropoffTime"))))
     assert not differences(logs)
     assert max(len(e.rows) for e in logs["incremental", "RSTREAM"]) > 0
     # The 300 drop-offs span 10 minutes, inside RANGE 30m: nothing expires, so every row leaving Γ

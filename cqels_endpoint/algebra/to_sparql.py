@@ -12,23 +12,30 @@ and aggregates, ``Project``/``Distinct``/``OrderBy``/``Slice`` a sub-select (the
 own clauses). Internal variables get legal names (``?.0`` → ``?__agg0``, ``??P0`` → ``?__pathP0``), and
 blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a blank node *is* an
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
-one triples block was split into. Terms, expressions and property paths are written by the AST
-serializer's writers (``query.serialize``), so IRIs are written in full; the prologue is only the
-query's BASE (which ``IRI()`` resolves against).
+one triples block was split into. ``MEDIAN(e)`` (our extension) is written as the pyoxigraph custom
+aggregate ``<MEDIAN_IRI>(e)``: the evaluator passes ``CUSTOM_AGGREGATES`` to ``Store.query``. Terms,
+expressions and property paths are written by the AST serializer's writers (``query.serialize``),
+so IRIs are written in full; the prologue is only the query's BASE (which ``IRI()`` resolves against).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import pyoxigraph as ox
+
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import write_expression, write_path, write_term, write_var
 from cqels_endpoint.query.visit import walk
+from cqels_endpoint.runtime.aggregates import MEDIAN_IRI, MedianAccumulator
 from cqels_endpoint.terms import IRI, BlankNode, Var
 
 WindowGraph = Callable[[n.StreamPattern], IRI]
+
+CUSTOM_AGGREGATES = {ox.NamedNode(MEDIAN_IRI): MedianAccumulator}
+"""``custom_aggregate_functions`` for ``pyoxigraph.Store.query`` on ``to_sparql`` text."""
 
 
 def to_sparql(query: n.AlgebraQuery, window_graph: WindowGraph | None = None) -> str:
@@ -121,7 +128,7 @@ class _Writer:
         """A ``Group`` as a sub-select projecting its named keys and its aggregates."""
         # A named key is bound by GROUP BY (expr AS ?v) itself: the projection just names it.
         projection = [self.var(var) for var, _ in group.keys if var is not None]
-        projection += [f"({self.expr(aggregate)} AS {self.var(var)})" for var, aggregate in group.aggregates]
+        projection += [f"({self.aggregate(aggregate)} AS {self.var(var)})" for var, aggregate in group.aggregates]
         if not projection:
             msg = "a GROUP BY without named keys or aggregates has no SPARQL sub-select form"
             raise PlanError(msg)
@@ -135,6 +142,16 @@ class _Writer:
                 keys.append(f"({self.expr(expr)} AS {self.var(var)})")
         group_by = f" GROUP BY {' '.join(keys)}" if keys else ""
         return f"SELECT {' '.join(projection)} WHERE {self.braced(group.input)}{group_by}"
+
+    def aggregate(self, aggregate: ast.Aggregate) -> str:
+        if aggregate.name != "MEDIAN":
+            return self.expr(aggregate)
+        if aggregate.distinct:
+            # pyoxigraph's custom aggregate call has no DISTINCT form (its grammar rejects it).
+            where = f" (line {aggregate.span.line})" if aggregate.span is not None else ""
+            msg = f"MEDIAN(DISTINCT …){where} has no SPARQL form for pyoxigraph: recompute mode cannot evaluate it"
+            raise PlanError(msg)
+        return f"<{MEDIAN_IRI}>({self.expr(aggregate.expr)})"
 
     def _modifiers(self, pattern: n.Pattern) -> tuple[str, n.Pattern, str]:
         """Peels Slice, Distinct/Reduced, Project and OrderBy off ``pattern`` (in the order the

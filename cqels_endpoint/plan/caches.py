@@ -14,10 +14,11 @@ from collections.abc import Iterator
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.algebra.to_sparql import to_sparql
+from cqels_endpoint.algebra.to_sparql import CUSTOM_AGGREGATES, to_sparql
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
+from cqels_endpoint.runtime.aggregates import MEDIAN_IRI
 from cqels_endpoint.terms import Var
 
 StaticSource = object
@@ -39,8 +40,17 @@ def cache_sparql(query: n.AlgebraQuery, cache: StaticCache) -> str:
 def static_solutions(static: StaticSource, text: str) -> Iterator[ox.QuerySolution]:
     """The solutions of the SELECT ``text`` over the static data."""
     store = ox.Store() if static is None else static
+    options = {}
+    if MEDIAN_IRI in text:
+        # MEDIAN is a pyoxigraph custom aggregate in to_sparql text, which a StaticStore's one-shot
+        # query cannot take: evaluate on a pyoxigraph copy of its quads instead.
+        if not isinstance(store, ox.Store):
+            copy = ox.Store()
+            copy.extend(iter(store))
+            store = copy
+        options["custom_aggregate_functions"] = CUSTOM_AGGREGATES
     try:
-        yield from store.query(text)
+        yield from store.query(text, **options)
     except (SyntaxError, OSError, RuntimeError, ValueError) as error:
         msg = f"the static sub-pattern query failed: {error}\n  {text}"
         raise PlanError(msg) from error
