@@ -48,6 +48,18 @@ class UnaryNode(PlanNode):
 
 
 @dataclass(eq=False)
+class BinaryNode(PlanNode):
+    """A node with a left and a right input (union, optional, negation)."""
+
+    left: PlanNode | None = None
+    right: PlanNode | None = None
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(eq=False)
 class StreamLeaf(PlanNode):
     """One stream triple pattern: the window buffer of leaf mappings fed by ``on_insert``/``on_expire``.
 
@@ -147,32 +159,19 @@ class DistinctNode(UnaryNode):
 
 
 @dataclass(eq=False)
-class UnionNode(PlanNode):
+class UnionNode(BinaryNode):
     """Bag union of two inputs on the left columns then the right's others (missing ones unbound)."""
-
-    left: PlanNode | None = None
-    right: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.left, self.right)
 
 
 @dataclass(eq=False)
-class OptionalNode(PlanNode):
+class OptionalNode(BinaryNode):
     """OPTIONAL: the left outer join of ``left`` with ``right`` where ``exprs`` hold on the merge."""
 
     exprs: tuple[n.Expression, ...] = ()
-    left: PlanNode | None = None
-    right: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.left, self.right)
 
 
 @dataclass(eq=False)
-class NegationNode(PlanNode):
+class NegationNode(BinaryNode):
     """``FILTER NOT EXISTS`` / ``FILTER EXISTS`` / ``MINUS``: ``left`` rows kept by how many ``right``
     rows match them (``operators.negation``). ``kind`` is ``"not exists"``, ``"exists"`` or
     ``"minus"``; ``shared`` the columns the two sides are matched on, of which ``keys`` (bound in
@@ -184,12 +183,6 @@ class NegationNode(PlanNode):
     shared: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     condition: tuple[n.Expression, ...] = ()
-    left: PlanNode | None = None
-    right: PlanNode | None = None
-
-    @property
-    def inputs(self) -> tuple[PlanNode, ...]:
-        return (self.left, self.right)
 
 
 @dataclass(eq=False)
