@@ -92,6 +92,8 @@ class Emission:
 
     SELECT: ``rows`` (solution mappings ``{var: pyoxigraph term}``), ``variables`` the projection.
     CONSTRUCT: ``triples`` (the template instantiated on the rows of this R2S).
+    ASK: ``boolean``, the answer (RSTREAM: at every evaluation; ISTREAM: ``True`` when it turns
+    true; DSTREAM: ``False`` when it turns false).
     """
 
     query: str
@@ -100,9 +102,12 @@ class Emission:
     variables: tuple[str, ...] = ()
     rows: list[Row] | None = None
     triples: list[ox.Triple] | None = None
+    boolean: bool | None = None
 
     def to_sparql_json(self) -> dict:
-        """The ``head``/``results`` of a SPARQL 1.1 JSON result for these rows (SELECT only)."""
+        """A SPARQL 1.1 JSON result: ``head``/``results`` of these rows, or ``head``/``boolean`` (ASK)."""
+        if self.boolean is not None:
+            return {"head": {}, "boolean": self.boolean}
         if self.rows is None:
             msg = "a CONSTRUCT emission has triples, not rows: use to_ntriples()"
             raise TypeError(msg)
@@ -112,14 +117,14 @@ class Emission:
     def to_ntriples(self) -> str:
         """The triples as N-Triples text (CONSTRUCT only)."""
         if self.triples is None:
-            msg = "a SELECT emission has rows, not triples: use to_sparql_json()"
+            msg = "a SELECT or ASK emission has no triples: use to_sparql_json()"
             raise TypeError(msg)
         return "".join(f"{triple} .\n" for triple in self.triples)
 
     def to_json(self) -> dict:
         """The JSON object of one Server-Sent Event / NDJSON line (DESIGN §6)."""
         head = {"query": self.query, "time": self.time, "r2s": self.r2s}
-        if self.rows is not None:
+        if self.triples is None:
             return head | self.to_sparql_json()
         return head | {"triples": self.to_ntriples()}
 
@@ -278,7 +283,13 @@ class ContinuousQuery:
         else:
             sign = 1 if self.r2s == "ISTREAM" else -1
             rows = [row for row, s in deltas if s == sign]
-        if self.algebra.form == "CONSTRUCT":
+        if self.algebra.form == "ASK":
+            # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
+            if self.r2s == "RSTREAM":
+                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(rows)))
+            elif rows:
+                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s == "ISTREAM"))
+        elif self.algebra.form == "CONSTRUCT":
             triples = instantiate(self.algebra.template, rows)
             if triples or self.r2s == "RSTREAM":
                 self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
@@ -350,7 +361,7 @@ class Engine:
         mode: str = "incremental",
         origin_ms: int | None = None,
     ) -> ContinuousQuery:
-        """Parses, plans and starts a continuous query (SELECT or CONSTRUCT reading at least one stream).
+        """Parses, plans and starts a continuous query (SELECT, CONSTRUCT or ASK reading at least one stream).
 
         ``name`` defaults to the REGISTER name, else ``q1``, ``q2``, …; ``r2s`` to the REGISTER
         keyword, else ISTREAM. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query
@@ -361,8 +372,11 @@ class Engine:
             raise ValueError(msg)
         parsed = parse_query(text)
         algebra = optimize(to_algebra(parsed))
-        if algebra.form not in ("SELECT", "CONSTRUCT"):
-            msg = f"a continuous query must be a SELECT or a CONSTRUCT, not {algebra.form}: run it once on the static store"
+        if algebra.form not in ("SELECT", "CONSTRUCT", "ASK"):
+            msg = (
+                f"a continuous query must be a SELECT, a CONSTRUCT or an ASK, not {algebra.form}: "
+                "run it once on the static store"
+            )
             raise PlanError(msg)
         register = algebra.register
         r2s = (r2s or (register.kind if register is not None and register.kind in R2S_KINDS else "ISTREAM")).upper()

@@ -7,6 +7,10 @@ those calls become leaf deltas of the plan's window buffers, and ``evaluate`` is
 that closes the tick: every source flushes its pending deltas, the operators push the derived
 deltas up to the sink, and the net change of Γ since the previous evaluation comes back decoded.
 
+With a top-level ORDER BY (or LIMIT/OFFSET), the plan's ``OrderNode`` operator keeps Γ sorted:
+``evaluate`` lists the rows that entered in ORDER BY order then those that left in their previous
+order, and ``snapshot`` lists Γ in order — what the recompute oracle's SPARQL returns.
+
 Term ids: each stream triple is encoded when it is inserted (one dictionary reference per
 position) and each cached mapping when its cache is filled; the references are dropped when the
 triple expires or the mapping leaves the cache — but only after the ``evaluate`` that reports the
@@ -23,6 +27,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.operators.base import Operator, Sink
+from cqels_endpoint.operators.topk import Order
 from cqels_endpoint.plan.build import BuiltPlan, build_operators
 from cqels_endpoint.plan.caches import compute_cache
 from cqels_endpoint.plan.compile import compile_plan
@@ -67,6 +72,7 @@ class IncrementalEvaluator:
         )
         self._windows = {pattern_id: _WindowSet() for pattern_id in self.built.buffers}
         self.sink: Sink = self.built.sink
+        self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
         self._closed = False
         self._fill_caches()
@@ -108,22 +114,28 @@ class IncrementalEvaluator:
 
     def evaluate(self, tau: int) -> list[tuple[dict[str, Term], int]]:
         """Closes the tick at ``tau``: the changes of Γ since the previous evaluation, one entry per
-        row occurrence with its sign (+1 entered, -1 left); cancelling changes are not reported."""
+        row occurrence with its sign (+1 entered, -1 left); cancelling changes are not reported.
+        With an ORDER BY, the entries are in its order (see the module docstring)."""
         self._tau = tau
         for source in self.built.sources:
             source.on_punctuation(tau)
         self.evaluations += 1
-        changes = []
-        for row, count in self.sink.take():
-            decoded = self._decode(row)
-            sign = 1 if count > 0 else -1
-            changes.extend((decoded, sign) for _ in range(abs(count)))
+        taken = self.sink.take()
+        if self._order is not None:
+            changes = [(self._decode(row), sign) for row, sign in self._order.arrange(taken)]
+        else:
+            changes = []
+            for row, count in taken:
+                decoded = self._decode(row)
+                sign = 1 if count > 0 else -1
+                changes.extend((decoded, sign) for _ in range(abs(count)))
         self._release_now()
         return changes
 
     def snapshot(self) -> list[dict[str, Term]]:
-        """Γ at the last evaluation, a bag of solution mappings."""
-        return [self._decode(row) for row in self.sink.rows()]
+        """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""
+        rows = self.sink.rows() if self._order is None else self._order.rows()
+        return [self._decode(row) for row in rows]
 
     def on_static_change(self) -> None:
         """Recomputes every static cache; the difference enters the plan with the next evaluation."""

@@ -9,13 +9,18 @@ copies have left), and the static part is copied again after a change event.
 The query text is the optimised algebra written by ``algebra.to_sparql``, after two rewrites:
 
 - each stream triple pattern becomes ``GRAPH <its window graph> { triple }`` (a ``StreamPattern`` of
-  several triples the join of those, which is what its BGP means with one window per triple);
+  several triples the join of those, which is what its BGP means with one window per triple), a
+  stream path pattern ``GRAPH <its window graph> { s path o }`` over the triples its window holds;
 - each static ``GRAPH ?g`` gets ``FILTER (?g NOT IN (<window graphs>))``, so that the windows stay
   invisible to the static patterns; with ``FROM``/``FROM NAMED`` the window graphs are added as
   ``FROM NAMED`` so that the query's own dataset is otherwise kept as written.
 
 A CONSTRUCT query's ``Γ`` is the bag of solutions of its WHERE clause over its in-scope variables
 (what ``SELECT *`` would return, modifiers kept); the engine instantiates the template on them.
+Every ORDER BY and LIMIT/OFFSET is run with the tie-break of ``algebra.ties`` (the projected
+variables, ascending), the order the incremental operators use: ``evaluate`` and ``snapshot`` list
+rows in that order. An ASK query runs as an ASK: ``Γ`` is one empty mapping when pyoxigraph
+answers true, else empty.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.rewrite import bottom_up
+from cqels_endpoint.algebra.ties import break_ties
 from cqels_endpoint.algebra.to_sparql import CUSTOM_AGGREGATES, to_sparql
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError
@@ -97,8 +103,11 @@ class RecomputeEvaluator:
             self._copy_static()
         self.evaluations += 1
         solutions = self.store.query(self.sparql, custom_aggregate_functions=CUSTOM_AGGREGATES)
-        names = [variable.value for variable in solutions.variables]
-        rows = [{name: solution[name] for name in names if solution[name] is not None} for solution in solutions]
+        if isinstance(solutions, ox.QueryBoolean):
+            rows = [{}] if solutions else []
+        else:
+            names = [variable.value for variable in solutions.variables]
+            rows = [{name: solution[name] for name in names if solution[name] is not None} for solution in solutions]
         counts = Counter(row_key(row) for row in rows)
         deltas: list[tuple[Row, int]] = []
         # Bag difference, walking each side in its own order so that ORDER BY shows in the deltas.
@@ -143,9 +152,12 @@ class RecomputeEvaluator:
 
 def _rewrite(query: n.AlgebraQuery, graphs: list[str]) -> n.AlgebraQuery:
     """The query over the recompute store (see the module docstring); CONSTRUCT becomes SELECT."""
-    if query.form not in ("SELECT", "CONSTRUCT"):
-        msg = f"a continuous query is a SELECT or a CONSTRUCT, not {query.form}"
+    if query.form not in ("SELECT", "CONSTRUCT", "ASK"):
+        msg = f"a continuous query is a SELECT, a CONSTRUCT or an ASK, not {query.form}"
         raise PlanError(msg)
+    if query.form == "CONSTRUCT":
+        # Projected before the windows are mapped: the tie-break follows the query's own scope order.
+        query = replace(query, form="SELECT", template=(), pattern=_project_in_scope(query.pattern))
     window_iris = tuple(IRI(g) for g in graphs)
     if window_iris:
         hide = n.Graph  # static GRAPH ?g nodes, which must not range over the window graphs
@@ -156,12 +168,11 @@ def _rewrite(query: n.AlgebraQuery, graphs: list[str]) -> n.AlgebraQuery:
             return node
 
         query = replace(query, pattern=bottom_up(query.pattern, hide_windows))
-    query = map_stream_triples(query, lambda st: n.Graph(IRI(graphs[st.id]), n.BGP((st.triple,))))
+    query = map_stream_triples(query, lambda st: n.Graph(IRI(graphs[st.id]), st.pattern))
     if any(isinstance(d, ast.DatasetClause) for d in query.datasets):
         query = replace(query, datasets=query.datasets + tuple(ast.DatasetClause(iri, named=True) for iri in window_iris))
-    if query.form == "CONSTRUCT":
-        query = replace(query, form="SELECT", template=(), pattern=_project_in_scope(query.pattern))
-    return query
+    # Ties of ORDER BY and LIMIT broken as the incremental operators break them (algebra.ties).
+    return replace(query, pattern=break_ties(query.pattern))
 
 
 def _project_in_scope(pattern: n.Pattern) -> n.Pattern:

@@ -33,6 +33,7 @@ _MAPPING = {
     "tolls": (15, "double"),
     "total": (16, "double"),
 }
+PREDICATES = tuple(_MAPPING)  # every column: the whole trip record
 
 
 def _time(text: str) -> datetime:

@@ -4,10 +4,14 @@ The incremental engine must agree with re-evaluation (DESIGN §4 "Oracle") at *e
 time and for every R2S: ``run_both`` registers the query six times on one ``Engine`` (incremental
 and recompute, each with ISTREAM, RSTREAM and DSTREAM), replays the events, and ``differences``
 lists every evaluation time where the two modes' emissions differ. Emissions are compared as bags
-(rows) or sets (CONSTRUCT triples): Γ has no order.
+(rows) or sets (CONSTRUCT triples): Γ has no order — except the rows of a query with a top-level
+ORDER BY or LIMIT/OFFSET, which both modes emit in ORDER BY order (ties broken by
+``algebra.ties``): those are compared as lists, and so are the final snapshots.
 
 A scenario is plain JSON-able data (``Scenario.to_json``/``from_json``) so that failing examples of
-the property tests are kept as regression files under ``tests/regressions/incremental/``.
+the property tests are kept as regression files under ``tests/regressions/<area>/``: each property
+test runs ``check_keeping_failures`` and replays its folder with
+``@pytest.mark.parametrize(("name", "scenario"), regression_cases(folder))``.
 """
 
 from __future__ import annotations
@@ -15,17 +19,26 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyoxigraph as ox
+import pytest
+from hypothesis import HealthCheck, note, settings
+from hypothesis.control import current_build_context
 
 from cqels_endpoint import Engine
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.errors import CqelsError
 from static_store import StaticStore
 
 R2S = ("ISTREAM", "RSTREAM", "DSTREAM")
 MODES = ("incremental", "recompute")
 REGRESSIONS = Path(__file__).parent / "regressions" / "incremental"
+# The parent of the property tests' settings (``@settings(ORACLE_SETTINGS, max_examples=...)``): one
+# example replays a whole engine six times, so its duration varies too much for a deadline.
+ORACLE_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @dataclass
@@ -59,12 +72,32 @@ def saved_scenarios(directory: Path = REGRESSIONS) -> list[tuple[str, Scenario]]
     return [(path.stem, Scenario.from_json(path.read_text(encoding="utf-8"))) for path in sorted(directory.glob("*.json"))]
 
 
-def emission_key(emission) -> tuple:
-    """An emission as comparable data: its time and its rows (a bag) or triples (a set)."""
+def regression_cases(directory: Path = REGRESSIONS) -> list:
+    """The parameters of a ``test_regression(name, scenario)``: the saved scenarios, or one skipped
+    case while the folder is empty (pytest refuses an empty parameter list)."""
+    return saved_scenarios(directory) or [pytest.param("none", None, marks=pytest.mark.skip(reason="no regression files yet"))]
+
+
+def emission_key(emission, ordered: bool = False) -> tuple:
+    """An emission as comparable data: its time and its rows (a bag, or a list if ``ordered``) or
+    triples (a set)."""
     if emission.rows is not None:
+        if ordered:
+            return emission.time, tuple((frozenset(row.items()), 1) for row in emission.rows)
         rows = Counter(frozenset(row.items()) for row in emission.rows)
         return emission.time, frozenset(rows.items())
     return emission.time, frozenset(emission.triples)
+
+
+def is_ordered(query: n.AlgebraQuery) -> bool:
+    """Whether the rows of ``query`` come in an order: a top-level ORDER BY, or a LIMIT/OFFSET (whose
+    slice is taken in the tie-break order)."""
+    pattern = query.pattern
+    while isinstance(pattern, (n.Slice, n.Distinct, n.Reduced, n.Project)):
+        if isinstance(pattern, n.Slice):
+            return True
+        pattern = pattern.input
+    return isinstance(pattern, n.OrderBy)
 
 
 def static_store(nquads: str) -> StaticStore:
@@ -89,19 +122,53 @@ def run_both(scenario: Scenario) -> dict[tuple[str, str], list]:
             engine.push(stream, ntriples, time=time)
         else:
             engine.advance(event[1])
-    snapshots = {mode: Counter(frozenset(r.items()) for r in engine.queries[f"{mode}-RSTREAM"].snapshot()) for mode in MODES}
-    logs["snapshot", "incremental"] = [snapshots["incremental"]]
-    logs["snapshot", "recompute"] = [snapshots["recompute"]]
+    ordered = is_ordered(engine.queries["incremental-RSTREAM"].algebra)
+    logs["ordered", "rows"] = [ordered]
+    for mode in MODES:
+        rows = [frozenset(r.items()) for r in engine.queries[f"{mode}-RSTREAM"].snapshot()]
+        logs["snapshot", mode] = [rows if ordered else Counter(rows)]
     engine.close()
     return logs
+
+
+def check(scenario: Scenario) -> dict[tuple[str, str], list]:
+    """Asserts that both modes emit the same at every evaluation; returns the emissions."""
+    logs = run_both(scenario)
+    found = differences(logs)
+    assert not found, "incremental != recompute:\n" + "\n".join(found) + "\nscenario:\n" + scenario.to_json()
+    return logs
+
+
+def check_keeping_failures(
+    scenario: Scenario, directory: Path = REGRESSIONS, check: Callable[[Scenario], dict] = check
+) -> dict[tuple[str, str], list]:
+    """``check(scenario)`` inside a hypothesis test: notes the scenario, and saves the final (shrunk)
+    failing example — a disagreement or a crash — in ``directory``, so that it runs as an explicit
+    case from then on. A ``CqelsError`` (the engine refusing the query or an event) is a generator
+    bug and is not kept."""
+    note(scenario.to_json())
+    try:
+        return check(scenario)
+    except CqelsError:
+        raise
+    except Exception:
+        if current_build_context().is_final:
+            note(f"saved as {scenario.save(directory)}")
+        raise
+
+
+def emitted(logs: dict[tuple[str, str], list], r2s: str) -> int:
+    """How many rows (or CONSTRUCT triples) recompute emitted with ``r2s``: for ``event()`` statistics."""
+    return sum(len(e.rows if e.rows is not None else e.triples) for e in logs["recompute", r2s])
 
 
 def differences(logs: dict[tuple[str, str], list]) -> list[str]:
     """Where incremental and recompute disagree: one line per R2S and evaluation time."""
     found = []
+    ordered = logs["ordered", "rows"][0]
     for r2s in R2S:
-        incremental = [emission_key(e) for e in logs["incremental", r2s]]
-        recompute = [emission_key(e) for e in logs["recompute", r2s]]
+        incremental = [emission_key(e, ordered) for e in logs["incremental", r2s]]
+        recompute = [emission_key(e, ordered) for e in logs["recompute", r2s]]
         if incremental == recompute:
             continue
         for position in range(max(len(incremental), len(recompute))):
@@ -127,4 +194,6 @@ def _show(key: tuple | None) -> str:
             row, count = item
             text = "{" + ", ".join(f"?{k}={v}" for k, v in sorted(row, key=lambda kv: kv[0])) + "}"
             items.append(text if count == 1 else f"{text}×{count}")
+    if isinstance(content, tuple):  # an ordered emission: keep its order
+        return f"τ={time} [" + "; ".join(items) + "]"
     return f"τ={time} [" + "; ".join(sorted(items)) + "]"

@@ -56,6 +56,23 @@ class Recorder(Operator):
         return Counter(self.live.values())
 
 
+class Recorded:
+    """An operator whose output goes to a ``Recorder``."""
+
+    def __init__(self, operator: Operator) -> None:
+        self.operator = operator
+        self.recorder = Recorder(operator.schema)
+        operator.connect(self.recorder)
+
+    def tick(self, deltas: list[Delta], tau: int) -> list[Delta]:
+        """Feeds ``deltas`` on port 0 (if any), closes tick ``tau``; returns the deltas emitted in it."""
+        start = len(self.recorder.deltas)
+        if deltas:
+            self.operator.on_batch(0, deltas)
+        self.operator.on_punctuation(tau)
+        return self.recorder.deltas[start:]
+
+
 def compatible_merge(schema: tuple[str, ...], parts: list[tuple[tuple[str, ...], tuple]]) -> tuple | None:
     """SPARQL merge of solution mappings (None = unbound), or None if two bound values differ."""
     merged: dict[str, object] = {}

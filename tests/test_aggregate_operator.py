@@ -27,7 +27,7 @@ from cqels_endpoint.operators.reference.aggregate import GroupAggregate as Refer
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.terms import Var
-from operator_scenarios import REGRESSIONS, Recorder
+from operator_scenarios import REGRESSIONS, Recorded
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 EX = "http://ex.org/"
@@ -80,22 +80,13 @@ def selected_names(text: str) -> dict[str, str]:
     }
 
 
-class Harness:
+class Harness(Recorded):
     """One operator fed leaf rows (g, x) with lineage (leaf id,), recording what it emits."""
 
     def __init__(self, operator_class, group: n.Group, dictionary: TermDictionary) -> None:
         keys = [(None if var is None else var.name, expr) for var, expr in group.keys]
         aggregates = [(var.name, aggregate) for var, aggregate in group.aggregates]
-        self.operator = operator_class(("g", "x"), keys, aggregates, TermDecoder(dictionary))
-        self.recorder = Recorder(self.operator.schema)
-        self.operator.connect(self.recorder)
-
-    def tick(self, deltas: list[Delta], tau: int) -> list[Delta]:
-        start = len(self.recorder.deltas)
-        if deltas:
-            self.operator.on_batch(0, deltas)
-        self.operator.on_punctuation(tau)
-        return self.recorder.deltas[start:]
+        super().__init__(operator_class(("g", "x"), keys, aggregates, TermDecoder(dictionary)))
 
 
 def decoded(dictionary: TermDictionary, rows) -> Counter:

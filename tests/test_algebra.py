@@ -7,16 +7,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyoxigraph as ox
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from algebra_golden import cases, check_golden
 from cqels_endpoint import parse_query
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra import to_algebra, to_sexpr
-from cqels_endpoint.algebra.variables import certainly_bound, in_scope
+from cqels_endpoint.algebra.variables import certainly_bound, in_scope, required_by
 from cqels_endpoint.errors import PlanError, QuerySyntaxError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
+from cqels_endpoint.runtime.expressions import compile_filter
 from cqels_endpoint.query.windows import NowWindow, RangeWindow, TriplesWindow
 from cqels_endpoint.terms import XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, IRI, BlankNode, Literal, Var
 
@@ -149,13 +153,13 @@ def test_from_stream_turns_default_graph_bgps_into_stream_patterns():
             16,
         ),
         (
-            f"PREFIX : <{EX}>\nSELECT * FROM STREAM :a [RANGE 1m]\nWHERE {{ ?s :p+ ?o }}",
-            "property paths with *, +, ?, | or ! cannot be matched against a stream window",
+            f"PREFIX : <{EX}>\nSELECT * FROM STREAM :a [RANGE 1m] FROM STREAM :b [NOW]\nWHERE {{ ?s :p+ ?o }}",
+            "the property path operator `+` (one or more) cannot be matched against the merge of several windows",
             3,
             12,
         ),
     ],
-    ids=["undeclared-window", "path-over-window"],
+    ids=["undeclared-window", "path-over-merged-windows"],
 )
 def test_window_errors_point_at_the_offending_part(text, message, line, column):
     with pytest.raises(QuerySyntaxError) as caught:
@@ -274,3 +278,43 @@ def test_exists_inside_an_expression_breaks_the_line_around_its_pattern():
     bgp = n.BGP((ast.TriplePattern(Var("s"), IRI(EX + "p"), Var("o")),))
     printed = to_sexpr(n.Filter((n.Exists(bgp, negated=True),), bgp), {"": EX})
     assert printed == "(filter\n  (notexists\n    (bgp (triple ?s :p ?o)))\n  (bgp (triple ?s :p ?o)))"
+
+
+_FILTER_VARS = ("a", "b", "c")
+_filter_leaves = st.sampled_from([Var(name) for name in _FILTER_VARS] + [Literal("1", XSD_INTEGER)])
+_filter_expressions = st.recursive(
+    _filter_leaves,
+    lambda inner: st.one_of(
+        st.builds(ast.BinaryOp, st.sampled_from(["||", "&&", "=", "<", "+", "*"]), inner, inner),
+        st.builds(ast.UnaryOp, st.sampled_from(["!", "-"]), inner),
+        st.builds(ast.In, inner, st.tuples(inner, inner), st.booleans()),
+        st.builds(lambda args: ast.BuiltinCall("COALESCE", args), st.tuples(inner, inner)),
+        st.builds(lambda c, x, y: ast.BuiltinCall("IF", (c, x, y)), inner, inner, inner),
+        st.builds(lambda x: ast.BuiltinCall("ABS", (x,)), inner),
+        st.builds(lambda: ast.BuiltinCall("BOUND", (Var("a"),))),
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    _filter_expressions,
+    st.fixed_dictionaries({name: st.sampled_from([None, None, -1, 0, 1, 2]) for name in _FILTER_VARS}),
+)
+@example(ast.BinaryOp("||", Var("a"), Literal("1", XSD_INTEGER)), {"a": None, "b": None, "c": None})
+@settings(max_examples=400, deadline=None)
+def test_a_passing_filter_binds_the_variables_it_requires(expr, values):
+    """``required_by`` against the expression evaluator: whenever the filter holds on a mapping,
+    every variable it claims to require is bound in that mapping."""
+    row = {name: ox.Literal(str(v), datatype=ox.NamedNode(XSD_INTEGER)) for name, v in values.items() if v is not None}
+    if compile_filter((expr,))(row):
+        assert {v.name for v in required_by(expr)} <= row.keys()
+
+
+def test_filters_make_the_variables_they_require_certain():
+    t = ast.TriplePattern(Var("x"), IRI(EX + "p"), Var("y"))
+    grouped = n.Group(((Var("k"), Var("y")),), (), n.BGP((t,)))
+    positive = ast.BinaryOp(">", Var("k"), Literal("0", XSD_INTEGER))
+    assert certainly_bound(n.Filter((positive,), grouped)) == {Var("k")}
+    either = ast.BinaryOp("||", positive, ast.BuiltinCall("BOUND", (Var("z"),)))
+    assert certainly_bound(n.Filter((either,), grouped)) == frozenset()

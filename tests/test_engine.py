@@ -157,8 +157,8 @@ def test_register_names_r2s_and_modes():
         engine.register("SELECT ?x WHERE { STREAM <s> [RANGE 1s] { ?x ?y } }", mode="recompute")
     with pytest.raises(PlanError, match="reads at least one stream"):
         engine.register("SELECT * WHERE { ?s ?p ?o }", mode="recompute")
-    with pytest.raises(PlanError, match="SELECT or a CONSTRUCT"):
-        engine.register(f"ASK {{ STREAM <{S}> [NOW] {{ ?s ?p ?o }} }}", mode="recompute")
+    with pytest.raises(PlanError, match="a SELECT, a CONSTRUCT or an ASK"):
+        engine.register(f"DESCRIBE ?s {{ STREAM <{S}> [NOW] {{ ?s ?p ?o }} }}", mode="recompute")
     assert set(engine.queries) == {"q1", "q2", EX + "out", EX + "out2"}
 
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.control import current_build_context
 
 from debs import trip_events
-from incremental_oracle import REGRESSIONS, Scenario, differences, run_both, saved_scenarios
+from incremental_oracle import ORACLE_SETTINGS, REGRESSIONS, Scenario, check, check_keeping_failures, differences, regression_cases, run_both
 from test_incremental_differential import WINDOWS, static_graphs
 
 EX = "http://ex.org/"
@@ -128,24 +127,13 @@ def scenarios(draw) -> Scenario:
     return Scenario(query, draw(static_graphs()), draw(histories("t:pickLon" in template)))
 
 
-def check(scenario: Scenario) -> None:
-    found = differences(run_both(scenario))
-    assert not found, "incremental != recompute:\n" + "\n".join(found) + "\nscenario:\n" + scenario.to_json()
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(ORACLE_SETTINGS, max_examples=150)
 @given(scenario=scenarios())
 def test_aggregates_incremental_equals_recompute(scenario: Scenario) -> None:
-    note(scenario.to_json())
-    try:
-        check(scenario)
-    except Exception:
-        if current_build_context().is_final:
-            note(f"saved as {scenario.save(SAVED)}")
-        raise
+    check_keeping_failures(scenario, SAVED)
 
 
-@pytest.mark.parametrize(("name", "scenario"), saved_scenarios(SAVED))
+@pytest.mark.parametrize(("name", "scenario"), regression_cases(SAVED))
 def test_regression(name: str, scenario: Scenario) -> None:
     check(scenario)
 

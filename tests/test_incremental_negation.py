@@ -14,14 +14,13 @@ from __future__ import annotations
 
 
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
-from hypothesis.control import current_build_context
 
 from cqels_endpoint import Engine
 from cqels_endpoint.errors import PlanError
 from debs import trip_events
-from incremental_oracle import REGRESSIONS, Scenario, differences, run_both, saved_scenarios
+from incremental_oracle import ORACLE_SETTINGS, REGRESSIONS, Scenario, check, check_keeping_failures, differences, emitted, regression_cases, run_both
 from test_incremental_differential import EX, STREAMS, WINDOWS, histories, static_graphs
 
 NEGATION_REGRESSIONS = REGRESSIONS.parent / "incremental_negation"
@@ -77,30 +76,15 @@ def negation_queries(draw) -> str:
     return f"PREFIX : <{EX}>\n{head}\nWHERE {{\n  " + "\n  ".join(body) + "\n}"
 
 
-def check(scenario: Scenario) -> dict:
-    logs = run_both(scenario)
-    found = differences(logs)
-    assert not found, "incremental != recompute:\n" + "\n".join(found) + "\nscenario:\n" + scenario.to_json()
-    return logs
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(ORACLE_SETTINGS, max_examples=400)
 @given(query=negation_queries(), static=static_graphs(), events=histories())
 def test_negation_incremental_equals_recompute(query: str, static: str, events: list[list]) -> None:
-    scenario = Scenario(query, static, events)
-    note(scenario.to_json())
-    try:
-        logs = check(scenario)
-    except Exception:
-        if current_build_context().is_final:
-            note(f"saved as {scenario.save(NEGATION_REGRESSIONS)}")
-        raise
-    removed = sum(len(e.rows if e.rows is not None else e.triples) for e in logs["recompute", "DSTREAM"])
-    added = sum(len(e.rows if e.rows is not None else e.triples) for e in logs["recompute", "ISTREAM"])
+    logs = check_keeping_failures(Scenario(query, static, events), NEGATION_REGRESSIONS)
+    removed, added = emitted(logs, "DSTREAM"), emitted(logs, "ISTREAM")
     event("rows entered and left Γ" if removed else "rows entered Γ" if added else "Γ stayed empty")
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(ORACLE_SETTINGS, max_examples=100)
 @given(events=histories())
 def test_debs_q2_empty_taxis_shape(events: list[list]) -> None:
     scenario = Scenario(DEBS_Q2_EMPTY_TAXIS, "", events)
@@ -141,10 +125,7 @@ def test_exists_inside_an_expression_is_refused() -> None:
     engine.close()
 
 
-@pytest.mark.parametrize(
-    ("name", "scenario"),
-    saved_scenarios(NEGATION_REGRESSIONS) or [pytest.param("none", None, marks=pytest.mark.skip(reason="no regression files yet"))],
-)
+@pytest.mark.parametrize(("name", "scenario"), regression_cases(NEGATION_REGRESSIONS))
 def test_regression(name: str, scenario: Scenario) -> None:
     check(scenario)
 

@@ -4,7 +4,7 @@ Hypothesis draws ticks of inserts and expiries (skewed values, unbound columns w
 must treat them as compatible); after each tick the recorded output relation must equal the
 operator's definition recomputed from the live input rows. ``Recorder`` checks the lineage
 contract on the way (a -1 retracts a live lineage with the same row, no lineage emitted twice).
-Only the pure-Python operators exist for these three, so the thin modules must re-export them.
+The thin modules export the compiled operators, or the pure-Python twins under CQELS_PURE_PYTHON=1.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pyoxigraph as ox
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
-from cqels_endpoint.operators import distinct, optional, union
+from cqels_endpoint.operators import _distinct, _optional, _union, distinct, optional, union, use_pure_python
 from cqels_endpoint.operators.base import Delta
 from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.reference import distinct as reference_distinct
@@ -32,10 +33,11 @@ from operator_scenarios import SKEWED_VALUES, Recorder, compatible_merge
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def test_thin_modules_export_the_reference_operators():
-    assert distinct.Distinct is reference_distinct.Distinct and not distinct.COMPILED
-    assert union.Union is reference_union.Union and not union.COMPILED
-    assert optional.OptionalJoin is reference_optional.OptionalJoin and not optional.COMPILED
+def test_thin_modules_export_the_compiled_operators_or_the_twins():
+    pure = use_pure_python()
+    assert (distinct.Distinct is reference_distinct.Distinct) is pure and distinct.COMPILED is not pure
+    assert (union.Union is reference_union.Union) is pure and union.COMPILED is not pure
+    assert (optional.OptionalJoin is reference_optional.OptionalJoin) is pure and optional.COMPILED is not pure
 
 
 @st.composite
@@ -235,3 +237,27 @@ def test_optional_retracts_and_readds_the_padded_row():
     operator.on_batch(1, [Delta((1, 3), -1, (21,))])
     assert recorder.deltas[-2:] == [Delta((1, 3), -1, (1, 10, 21)), Delta((1, None), 1, (0, 10))]
     assert operator.counters()["unmatched_left"] == 1
+
+
+# ---- compiled vs twin ---------------------------------------------------------------------------
+
+TWINS = {
+    "distinct": (_distinct.Distinct, reference_distinct.Distinct, (("a", "b"),), (2,)),
+    "union": (_union.Union, reference_union.Union, UNION_SCHEMAS, (2, 2)),
+    "optional": (_optional.OptionalJoin, reference_optional.OptionalJoin, (LEFT, RIGHT), (2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(TWINS))
+@SETTINGS
+@given(data=st.data())
+def test_compiled_operator_matches_its_twin_delta_for_delta(name, data):
+    compiled_class, twin_class, args, widths = TWINS[name]
+    drawn = data.draw(ticks(len(widths), widths, unbound=True))
+    runs = []
+    for operator_class in (compiled_class, twin_class):
+        operator = operator_class(*args)
+        recorder = Recorder(operator.schema)
+        replay(operator, recorder, drawn, len(widths), lambda live: None)
+        runs.append((recorder.deltas, operator.counters()))
+    assert runs[0] == runs[1]

@@ -37,7 +37,6 @@ def test_every_friendly_error_has_a_fixture() -> None:
         "slide-longer-than-range",
         "undeclared-prefix",
         "stream-in-one-shot-query",
-        "path-in-stream",
         "unknown-window-keyword",
         "unterminated-string",
         "missing-closing-brace",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.passes import RULES, optimize
 from cqels_endpoint.algebra.passes.split_static import streams_and_caches
-from cqels_endpoint.algebra.sexpr import Printer, to_sexpr
+from cqels_endpoint.algebra.sexpr import Printer, _flat, to_sexpr
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.windows import format_window
@@ -49,7 +49,8 @@ def split_summary(query: n.AlgebraQuery, prefixes: dict[str, str] | None = None)
             f"  S{i}  {printer.term(stream.stream)} {format_window(stream.window)}{window_name}{_line(stream)}"
         )
         for triple in stream.triples:
-            lines.append("        " + " ".join(printer.term(t) for t in (triple.subject, triple.predicate, triple.object)))
+            terms = (printer.term(triple.subject), _flat(printer.path(triple.predicate)), printer.term(triple.object))
+            lines.append("        " + " ".join(terms))
     if not caches:
         lines.append("static caches: none")
     else:

@@ -193,7 +193,8 @@ class Printer:
         raise TypeError(f"not a property path: {p!r}")
 
     def triple(self, t: ast.TriplePattern) -> _List:
-        return _List(["triple", self.term(t.subject), self.term(t.predicate), self.term(t.object)])
+        # ``path`` writes an IRI or a variable as a term, and the paths of stream patterns as paths.
+        return _List(["triple", self.term(t.subject), self.path(t.predicate), self.term(t.object)])
 
     def triples(self, head: list[object], triples: tuple[ast.TriplePattern, ...]) -> _List:
         """``(head… (triple …) …)``: one triple stays on the head's line, several get a line each."""

@@ -73,9 +73,13 @@ class _Writer:
 
     def triples(self, triples: tuple[ast.TriplePattern, ...], in_pattern: bool = True) -> str:
         return " ".join(
-            f"{self.term(t.subject, in_pattern)} {self.term(t.predicate)} {self.term(t.object, in_pattern)} ."
+            f"{self.term(t.subject, in_pattern)} {self.predicate(t.predicate)} {self.term(t.object, in_pattern)} ."
             for t in triples
         )
+
+    def predicate(self, predicate: object) -> str:
+        # A stream pattern's triple may have a property path as its predicate.
+        return self.term(predicate) if isinstance(predicate, (IRI, Var)) else write_path(predicate)
 
     # ------------------------------------------------------------------ patterns
 

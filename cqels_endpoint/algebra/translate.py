@@ -3,9 +3,11 @@
 ``to_algebra(query)`` follows the spec step by step:
 
 - §18.2.2.4–5 property paths and basic graph patterns: ``:p`` and ``^:p`` become triples, a
-  sequence becomes triples joined by fresh internal variables (``??P0``), anything else a ``Path``;
-  adjacent triples form one BGP. Triples blocks separated only by FILTERs are one BGP (FILTERs are
-  moved to the end of the group anyway, and the W3C suite lets a blank-node label cross a FILTER).
+  sequence becomes triples joined by fresh internal variables (``??P0``), anything else a ``Path``
+  (over a stream window: an alternative becomes the ``Union`` of its branches, an inverse swaps
+  the ends of its path); adjacent triples form one BGP. Triples blocks separated only by FILTERs
+  are one BGP (FILTERs are moved to the end of the group anyway, and the W3C suite lets a
+  blank-node label cross a FILTER).
 - §18.2.2.6 group graph patterns, elements in order: OPTIONAL → ``LeftJoin`` (a top-level FILTER
   of the optional group becomes its condition), MINUS → ``Minus``, BIND → ``Extend``, anything
   else is joined; the group's FILTERs wrap the result; ``Join(Z, A)`` simplifies to ``A`` (§18.2.2.8).
@@ -27,8 +29,13 @@ Streams:
   ``FROM STREAM`` clauses, or with ``FROM <g>`` beside them, the default graph is the RDF merge of
   the windows (and of the static default graph): each triple pattern then matches the set union of
   its matches in every part, ``Distinct(Union(stream₁, stream₂, …, bgp))``, and the triple patterns
-  are joined (a triple present in two windows matches once, as in the merged graph). Property
-  paths other than sequences and inverses cannot be matched against windows and are rejected.
+  are joined (a triple present in two windows matches once, as in the merged graph);
+- in a ``STREAM`` block and over windows, sequences, inverses and alternatives of paths are split
+  as above into stream triple patterns and unions of them; what is left, ``*``, ``+``, ``?`` and
+  negated property sets, stays one triple pattern whose predicate is the path, inside the
+  ``StreamPattern`` (the engine evaluates it over that pattern's window graph,
+  ``runtime.patterns``). Over the merge of several windows (or of windows and static data) such a
+  path is rejected: its steps would have to cross from one window's graph to another's.
 
 Errors are ``QuerySyntaxError``s located at the offending clause (``PlanError`` for a hand-built
 AST without source text).
@@ -268,7 +275,9 @@ class _Translator:
                 inner = self._group(query.where, source)
                 return self._query_level(query, inner, query.projection, source)
             case ast.StreamPattern(stream, window, triples):
-                return n.StreamPattern(stream, window, triples, span=element.span)
+                if all(isinstance(t.predicate, (IRI, Var)) for t in triples):
+                    return n.StreamPattern(stream, window, triples, span=element.span)
+                return self._triples(triples, _DefaultGraph((_Window(stream, window),)))
             case ast.WindowPattern(name, inner):
                 return self._window(element, name, inner)
         raise TypeError(f"not a group element: {element!r}")
@@ -300,33 +309,40 @@ class _Translator:
     # ------------------------------------------------------------------ triples and paths
 
     def _triples(self, triples: tuple[ast.TriplePattern, ...], source: _DefaultGraph | None) -> n.Pattern:
-        """§18.2.2.4–5: paths to triples or ``Path`` nodes, adjacent triples into one BGP."""
-        items: list[ast.TriplePattern | n.Path] = []
+        """§18.2.2.4–5: paths to triples or ``Path`` nodes, adjacent triples into one BGP.
+
+        Over a window (``source`` given) sequences and inverses are triples in disguise and an
+        alternative is the union of its branches (§18.4: bag union), so they become stream triple
+        patterns; ``*``, ``+``, ``?`` and ``!`` stay stream path patterns.
+        """
+        if source is not None and any(_has_alternative(t.predicate) for t in triples):
+            # An alternative splits the BGP into several stream patterns: a blank node shared
+            # between them becomes the internal variable it stands for.
+            triples = tuple(_blank_nodes_as_variables(t) for t in triples)
+        items: list[ast.TriplePattern | n.Pattern] = []
         for triple in triples:
-            items.extend(self._path(triple.subject, triple.predicate, triple.object, triple))
-        if source is not None:
-            # Sequences and inverses are triples in disguise; real paths (*, +, ?, |, !) would need
-            # the transitive closure of a window, which no stream operator computes.
-            for item in items:
-                if isinstance(item, n.Path):
-                    self._fail(
-                        "property paths with *, +, ?, | or ! cannot be matched against a stream window; "
-                        "spell the path out as triple patterns with intermediate variables",
-                        item.path if item.path.span is not None else item,
-                    )
-            return self._merged(tuple(items), source)
+            items.extend(self._path(triple.subject, triple.predicate, triple.object, triple, source))
+        return self._joined(items, source)
+
+    def _joined(self, items: list[ast.TriplePattern | n.Pattern], source: _DefaultGraph | None) -> n.Pattern:
+        """The join of ``items`` in order, each run of adjacent triples one BGP (or stream pattern)."""
         result: n.Pattern = n.EMPTY
         run: list[ast.TriplePattern] = []
+
+        def flush() -> None:
+            nonlocal result
+            if run:
+                bgp = n.BGP(tuple(run), span=n.cover(run)) if source is None else self._merged(tuple(run), source)
+                result = _join(result, bgp)
+                run.clear()
+
         for item in items:
             if isinstance(item, ast.TriplePattern):
                 run.append(item)
                 continue
-            if run:
-                result = _join(result, n.BGP(tuple(run), span=n.cover(run)))
-                run = []
+            flush()
             result = _join(result, item)
-        if run:
-            result = _join(result, n.BGP(tuple(run), span=n.cover(run)))
+        flush()
         return result
 
     def _merged(self, triples: tuple[ast.TriplePattern, ...], source: _DefaultGraph) -> n.Pattern:
@@ -339,6 +355,16 @@ class _Translator:
         if len(source.windows) == 1 and not source.static:
             (window,) = source.windows
             return n.StreamPattern(window.stream, window.window, triples, window.window_name, span=n.cover(triples))
+        for triple in triples:
+            if not isinstance(triple.predicate, (IRI, Var)):
+                merged = "several windows" if len(source.windows) > 1 else "a window and the static default graph"
+                self._fail(
+                    f"{_path_construct(triple.predicate)} cannot be matched against the merge of {merged}: "
+                    "its steps would cross from one graph to another; read the path from one window "
+                    "(one FROM STREAM, a STREAM block or a WINDOW block), or move it into the static part "
+                    "of the query",
+                    triple.predicate if triple.predicate.span is not None else triple,
+                )
         # Split apart, the triples can no longer share a blank node (scoped to one BGP): it
         # becomes the internal variable it stands for.
         triples = tuple(_blank_nodes_as_variables(t) for t in triples)
@@ -355,7 +381,15 @@ class _Translator:
             result = _join(result, n.Distinct(merged, span=triple.span), span=triple.span)
         return result
 
-    def _path(self, subject, predicate, obj, origin: ast.TriplePattern) -> list[ast.TriplePattern | n.Path]:
+    def _path(
+        self, subject, predicate, obj, origin: ast.TriplePattern, source: _DefaultGraph | None
+    ) -> list[ast.TriplePattern | n.Pattern]:
+        """The triples (and, in general, ``Path`` nodes) that match ``subject predicate obj``.
+
+        Over a window (``source`` given) the inverse of a compound path swaps its ends, an
+        alternative becomes the ``Union`` of its branches' stream patterns (§18.4), and ``*``, ``+``,
+        ``?`` or a negated set is a triple pattern whose predicate is that path.
+        """
         path = _normalise_path(predicate)
         match path:
             case IRI() | Var():
@@ -363,14 +397,24 @@ class _Translator:
             case ast.PathInverse(path=IRI() as iri):
                 return [ast.TriplePattern(obj, iri, subject, span=origin.span)]
             case ast.PathSequence(parts):
-                out: list[ast.TriplePattern | n.Path] = []
+                out: list[ast.TriplePattern | n.Pattern] = []
                 current = subject
                 for part in parts[:-1]:
                     link = Var(f"?P{next(self._path_vars)}")
-                    out.extend(self._path(current, part, link, origin))
+                    out.extend(self._path(current, part, link, origin, source))
                     current = link
-                out.extend(self._path(current, parts[-1], obj, origin))
+                out.extend(self._path(current, parts[-1], obj, origin, source))
                 return out
+            case ast.PathInverse(path=inner) if source is not None:
+                return self._path(obj, inner, subject, origin, source)
+            case ast.PathAlternative(parts) if source is not None:
+                branches = [self._joined(self._path(subject, part, obj, origin, source), source) for part in parts]
+                union = branches[0]
+                for branch in branches[1:]:
+                    union = n.Union(union, branch, span=origin.span)
+                return [union]
+        if source is not None:
+            return [ast.TriplePattern(subject, path, obj, span=origin.span)]
         return [n.Path(subject, path, obj, span=origin.span)]
 
     # ------------------------------------------------------------------ expressions
@@ -432,6 +476,31 @@ def _expression_nodes(exprs: list[ast.Expression]):
                 stack += list(args)
             case ast.Aggregate(_, inner) if inner is not None:
                 stack.append(inner)
+
+
+def _has_alternative(path: ast.Path | Var) -> bool:
+    """Whether a path holds an alternative outside ``*``/``+``/``?`` (which splits its BGP over a
+    window); a negated set with forward and inverse members is one (§18.2.2.4)."""
+    match path:
+        case ast.PathAlternative():
+            return True
+        case ast.PathNegatedSet(iris, inverse_iris):
+            return bool(iris and inverse_iris)
+        case ast.PathInverse(inner):
+            return _has_alternative(inner)
+        case ast.PathSequence(parts):
+            return any(_has_alternative(part) for part in parts)
+    return False
+
+
+_PATH_MODIFIERS = {"*": "zero or more", "+": "one or more", "?": "zero or one"}
+
+
+def _path_construct(path: ast.PathMod | ast.PathNegatedSet) -> str:
+    """How an error names a path that is neither a sequence, an inverse nor an alternative."""
+    if isinstance(path, ast.PathMod):
+        return f"the property path operator `{path.modifier}` ({_PATH_MODIFIERS[path.modifier]})"
+    return "the negated property set `!(…)`"
 
 
 def _blank_nodes_as_variables(triple: ast.TriplePattern) -> ast.TriplePattern:

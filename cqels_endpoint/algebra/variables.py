@@ -79,7 +79,9 @@ def certainly_bound(pattern: n.Pattern) -> frozenset[Var]:
             return frozenset(in_scope(pattern))
         case n.Join(operands):
             return frozenset().union(*(certainly_bound(operand) for operand in operands))
-        case n.LeftJoin(left=inner) | n.Minus(left=inner) | n.Filter(input=inner) | n.Extend(input=inner):
+        case n.Filter(exprs, inner):
+            return certainly_bound(inner) | frozenset(v for e in exprs for v in required_by(e))
+        case n.LeftJoin(left=inner) | n.Minus(left=inner) | n.Extend(input=inner):
             return certainly_bound(inner)
         case n.Union(left, right):
             return certainly_bound(left) & certainly_bound(right)
@@ -100,6 +102,54 @@ def certainly_bound(pattern: n.Pattern) -> frozenset[Var]:
         case n.Group():
             return frozenset()
     raise TypeError(f"not an algebra pattern: {pattern!r}")
+
+
+# Built-ins that can succeed with an unbound or failing argument (§17.2: BOUND, COALESCE, IF's branches).
+_ERROR_TOLERANT = frozenset({"BOUND", "COALESCE", "IF"})
+
+
+def required_by(expr: n.Expression) -> frozenset[Var]:
+    """The variables bound in every mapping on which ``expr`` is true (an under-approximation).
+
+    So a mapping that passes ``FILTER (expr)`` binds these variables: after a HAVING like
+    ``?pE > 0`` the group keys are certain, and a join on them can be hashed.
+    """
+    match expr:
+        case ast.BinaryOp("&&", left, right):
+            return required_by(left) | required_by(right)
+        case ast.BinaryOp("||", left, right):
+            return required_by(left) & required_by(right)
+        case ast.UnaryOp("!", operand):
+            # true when the operand is false: it has a value.
+            return _strict(operand)
+        case ast.BuiltinCall("BOUND", (Var() as var,)):
+            return frozenset((var,))
+    # Any other expression is true only if it has a value.
+    return _strict(expr)
+
+
+def _strict(expr: n.Expression) -> frozenset[Var]:
+    """The variables whose being unbound makes ``expr`` an error (§17.2: an unbound variable is an
+    error, and errors propagate through every operator and function but ``&&``/``||`` — ``false &&
+    error`` is false —, BOUND, COALESCE and IF's branches)."""
+    match expr:
+        case Var():
+            return frozenset((expr,))
+        case ast.BinaryOp("&&" | "||", left, right):
+            return _strict(left) & _strict(right)
+        case ast.BinaryOp(_, left, right):
+            return _strict(left) | _strict(right)
+        case ast.UnaryOp(_, operand):
+            return _strict(operand)
+        case ast.In(inner, _values, _negated):
+            return _strict(inner)
+        case ast.BuiltinCall("IF", (condition, *_branches)):
+            return _strict(condition)
+        case ast.BuiltinCall(name, args) if name not in _ERROR_TOLERANT:
+            return frozenset().union(*(_strict(arg) for arg in args))
+        case ast.FunctionCall(_iri, args):
+            return frozenset().union(*(_strict(arg) for arg in args))
+    return frozenset()
 
 
 def mentioned(node: object) -> frozenset[Var]:

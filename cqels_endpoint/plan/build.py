@@ -21,8 +21,10 @@ from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.join import MultiwayJoin, WindowBuffer
 from cqels_endpoint.operators.negation import Negation, merged_schema
 from cqels_endpoint.operators.optional import OptionalJoin
+from cqels_endpoint.operators.path import PathWindow
 from cqels_endpoint.operators.project import Project
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
+from cqels_endpoint.operators.topk import Order, TopK
 from cqels_endpoint.operators.union import Union
 from cqels_endpoint.plan import nodes as p
 from cqels_endpoint.runtime.expressions import compile_filter
@@ -30,10 +32,11 @@ from cqels_endpoint.runtime.expressions import compile_filter
 
 @dataclass
 class BuiltPlan:
-    """The operators of a plan: by node id, the window buffers by pattern id, the caches, the sink."""
+    """The operators of a plan: by node id, the window buffers (and path windows) by pattern id, the
+    caches, the sink."""
 
     operators: dict[str, Operator]
-    buffers: dict[int, WindowBuffer]
+    buffers: dict[int, WindowBuffer | PathWindow]
     caches: list[tuple[p.StaticCache, StaticCacheSource]]
     sink: Sink
 
@@ -69,6 +72,11 @@ def build_operators(
 
     def make(node: p.PlanNode) -> Operator:
         match node:
+            case p.StreamLeaf() if node.is_path:
+                operator = PathWindow(
+                    node.positions, node.triple, dictionary, label(node, "path window", source), on_release=on_release
+                )
+                built.buffers[node.pattern_id] = operator
             case p.StreamLeaf():
                 operator = WindowBuffer(node.positions, label(node, "window buffer", source), on_release=on_release)
                 built.buffers[node.pattern_id] = operator
@@ -92,6 +100,26 @@ def build_operators(
             case p.DistinctNode():
                 kind = "reduced" if node.reduced else "distinct"
                 operator = Distinct(node.input.schema, label(node, kind, source))
+            case p.TopKNode():
+                operator = TopK(
+                    node.input.schema,
+                    node.conditions,
+                    node.tie_break,
+                    decoder,
+                    node.offset,
+                    node.limit,
+                    label(node, "top-k", source),
+                    **context,
+                )
+            case p.OrderNode():
+                operator = Order(
+                    node.input.schema,
+                    node.conditions,
+                    node.projection,
+                    decoder,
+                    label(node, "order", source),
+                    **context,
+                )
             case p.UnionNode():
                 operator = Union(node.left.schema, node.right.schema, label(node, "union", source))
             case p.OptionalNode():

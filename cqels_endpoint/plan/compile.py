@@ -5,18 +5,30 @@ down, joins flattened, static sub-patterns wrapped as ``StaticPattern``) and map
 
 - each triple pattern of a ``StreamPattern`` to a ``StreamLeaf`` (a window buffer; the triples of
   one stream block are joined, their windows apply per triple pattern);
-- each ``StaticPattern`` to a ``StaticCache`` (materialised with pyoxigraph by ``plan.caches``);
+- each ``StaticPattern`` to a ``StaticCache`` (materialised with pyoxigraph by ``plan.caches``;
+  inline data, ``VALUES``, is one too: a constant relation, UNDEF an unbound column);
 - each ``Join`` — with the triples of its stream blocks — to one ``MultiwayJoin`` whose inputs are
   indexed on the columns they share (ring indexes for windowed inputs, hash indexes for caches);
-- ``Filter``, ``Extend`` (BIND and SELECT expressions) and the top ``Project`` to their operators;
+- ``Filter``, ``Extend`` (BIND and SELECT expressions) and ``Group`` (GROUP BY, aggregates) to
+  their operators;
 - ``Distinct`` and ``Reduced`` (run as DISTINCT, which REDUCED allows) to a counting ``DistinctNode``,
   ``Union`` to a ``UnionNode`` (missing columns unbound), ``LeftJoin`` (OPTIONAL with its filter) to
   an ``OptionalNode``; a static-only operand of those becomes a cache.
 
-A top-level ``ORDER BY`` without ``LIMIT`` does not change the bag Γ and is dropped. Every other
-construct (MINUS, EXISTS, sub-queries, LIMIT/OFFSET…)
-raises ``PlanError`` naming it and its query line: the incremental operators for those come with
-issue 5, and ``mode="recompute"`` evaluates them meanwhile.
+An ``ASK`` query is compiled as ``Distinct(Project((), pattern))``: Γ holds the empty mapping while
+the pattern has a solution.
+
+The solution modifiers of the query and of every nested SELECT (``Slice``, ``Distinct``/``Reduced``,
+``Project``, ``OrderBy``) are compiled by one method, ``_Compiler._solutions``: the projection drops
+the variables a SELECT does not project, ``LIMIT``/``OFFSET`` becomes a ``TopKNode`` (continuous
+top-k, ties broken as ``algebra.ties`` says) and a top-level ``ORDER BY`` an ``OrderNode`` that keeps
+Γ in order for the emissions; an ``ORDER BY`` without slice in a nested SELECT orders nothing and
+is dropped. A nested SELECT is an operand like any other: joined, unioned, negated; one without
+streams is a static cache.
+
+The constructs without an incremental operator (SERVICE or a variable GRAPH around a stream
+pattern, a variable stream name, EXISTS inside a larger expression, NOW()…) raise ``PlanError``
+naming the construct and its query line; ``mode="recompute"`` evaluates them.
 """
 
 from __future__ import annotations
@@ -25,7 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.algebra.variables import certainly_bound, contains_stream, in_scope
+from cqels_endpoint.algebra.ties import break_ties
+from cqels_endpoint.algebra.variables import certainly_bound, contains_stream, in_scope, required_by
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.caches import cache_sparql
 from cqels_endpoint.plan.nodes import (
@@ -37,11 +50,13 @@ from cqels_endpoint.plan.nodes import (
     MultiwayJoin,
     NegationNode,
     OptionalNode,
+    OrderNode,
     PhysicalPlan,
     PlanNode,
     ProjectNode,
     StaticCache,
     StreamLeaf,
+    TopKNode,
     UnionNode,
 )
 from cqels_endpoint.query.ast import BuiltinCall
@@ -51,13 +66,8 @@ from cqels_endpoint.terms import IRI, BlankNode, Var
 
 # What users wrote, for the algebra nodes this issue has no incremental operator for.
 _UNSUPPORTED = {
-    n.Slice: "LIMIT/OFFSET",
-    n.Project: "a sub-query",
-    n.OrderBy: "ORDER BY in a sub-query",
     n.Service: "SERVICE around a stream pattern",
-    n.Path: "a property path over a stream",
     n.BGP: "a basic graph pattern over a stream",
-    n.Table: "VALUES",
 }
 
 
@@ -72,10 +82,10 @@ def compile_plan(query: n.AlgebraQuery, patterns: Sequence[StreamTriple] | None 
 
 
 def unsupported(query: n.AlgebraQuery, construct: str, node: object) -> PlanError:
-    """The ``PlanError`` for a construct the incremental engine cannot evaluate yet."""
+    """The ``PlanError`` for a construct the incremental engine cannot evaluate."""
     return PlanError(
-        f"{construct}{_where(query, node)} is not supported by incremental continuous queries yet "
-        '(it comes with issue 5); register the query with mode="recompute" to evaluate it by re-evaluation'
+        f"{construct}{_where(query, node)} is not supported by incremental continuous queries; "
+        'register the query with mode="recompute" to evaluate it by re-evaluation'
     )
 
 
@@ -100,6 +110,7 @@ class _Compiler:
     caches: list[StaticCache] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     certain: dict[int, frozenset[str]] = field(default_factory=dict)
+    order: OrderNode | None = None
 
     def _id(self, prefix: str) -> str:
         self.counts[prefix] = self.counts.get(prefix, 0) + 1
@@ -109,37 +120,18 @@ class _Compiler:
 
     def compile(self, patterns: Sequence[StreamTriple] | None) -> PhysicalPlan:
         query = self.query
-        if query.form not in ("SELECT", "CONSTRUCT"):
+        if query.form not in ("SELECT", "CONSTRUCT", "ASK"):
             raise PlanError(
-                f"a continuous query must be a SELECT or a CONSTRUCT, not {query.form}{_where(query, query)}"
+                f"a continuous query must be a SELECT, CONSTRUCT or ASK, not {query.form}{_where(query, query)}"
             )
         pattern = query.pattern
-        if isinstance(pattern, n.Slice):
-            raise unsupported(query, "LIMIT/OFFSET (continuous top-k)", pattern)
-        distinct: n.Distinct | n.Reduced | None = None
-        if isinstance(pattern, (n.Distinct, n.Reduced)):
-            # Applied to the projected rows, once the rest of the plan is built.
-            distinct, pattern = pattern, pattern.input
-        projection: tuple[Var, ...] | None = None
-        if isinstance(pattern, n.Project):
-            projection, pattern = pattern.vars, pattern.input
-        ignored_order = isinstance(pattern, n.OrderBy)
-        if ignored_order:
-            # Γ is a bag: without LIMIT/OFFSET the order of the solutions is not part of it.
-            pattern = pattern.input
-        if not contains_stream(pattern):
-            pattern = n.StaticPattern(pattern, (), span=pattern.span)
-        root = self._node(pattern, None)
-        if projection is None:
-            projection = tuple(v for v in in_scope(pattern) if not n.is_internal(v))
-        schema = tuple(v.name for v in projection)
-        if schema != root.schema:
-            root = ProjectNode(self._id("P"), schema, None, input=root)
-        if distinct is not None:
-            root = self._distinct(distinct, root)
+        if query.form == "ASK":
+            # Γ of ASK is the empty mapping once while the pattern has a solution.
+            pattern = n.Distinct(n.Project((), pattern, span=pattern.span), span=pattern.span)
+        root = self._solutions(pattern, None, top=True)
         self._check_patterns(patterns)
         return PhysicalPlan(
-            query.form, root, dict(sorted(self.leaves.items())), tuple(self.caches), query.template, ignored_order
+            query.form, root, dict(sorted(self.leaves.items())), tuple(self.caches), query.template, self.order
         )
 
     def _check_patterns(self, patterns: Sequence[StreamTriple] | None) -> None:
@@ -153,6 +145,81 @@ class _Compiler:
             if theirs.triple != leaf.triple or theirs.stream != leaf.stream:
                 msg = f"stream triple pattern {pattern_id} of the engine is not leaf {leaf.id} of the plan"
                 raise PlanError(msg)
+
+    # ------------------------------------------------------------------ solution modifiers
+
+    def _solutions(self, pattern: n.Pattern, graph: IRI | None, top: bool) -> PlanNode:
+        """The solution modifiers of a SELECT — the query's own (``top``) or a nested one — over its
+        pattern: ``Slice(Distinct|Reduced(Project(OrderBy(pattern))))``, each part optional.
+
+        A slice becomes a ``TopKNode`` over the distinct projected rows under DISTINCT/REDUCED, else
+        over the rows before projection, which keep the columns the ORDER BY reads; ties are broken
+        by the projected columns (``algebra.ties``). At the top, an ``OrderNode`` keeps Γ in ORDER BY
+        order for the emissions. A nested SELECT's ORDER BY without slice orders nothing (the
+        sub-query's solutions are a bag) and is dropped.
+        """
+        slice_ = pattern if isinstance(pattern, n.Slice) else None
+        if slice_ is not None:
+            pattern = slice_.input
+        distinct = pattern if isinstance(pattern, (n.Distinct, n.Reduced)) else None
+        if distinct is not None:
+            pattern = distinct.input
+        project = pattern if isinstance(pattern, n.Project) else None
+        if project is not None:
+            pattern = project.input
+        order = pattern if isinstance(pattern, n.OrderBy) else None
+        if order is not None:
+            pattern = order.input
+        if not contains_stream(pattern):
+            pattern = n.StaticPattern(pattern, (), span=pattern.span)
+        root = self._node(pattern, graph)
+        if project is not None:
+            projection = project.vars
+        else:
+            projection = tuple(v for v in in_scope(pattern) if not n.is_internal(v))
+        columns = tuple(v.name for v in projection)
+        span = None if top or project is None else project.span
+        ordered = slice_ is not None or (top and order is not None)
+        conditions = order.conditions if ordered and order is not None else ()
+        self._check_expressions(tuple(c.expr for c in conditions))
+        read = dict.fromkeys(x.name for c in conditions for x in walk(c.expr) if isinstance(x, Var))
+        hidden = tuple(name for name in read if name in root.schema and name not in columns)
+        if distinct is not None:
+            if hidden:
+                variables = " ".join("?" + name for name in hidden if not name.startswith("."))
+                what = f"the variables {variables}" if variables else "an aggregate"
+                keyword = "REDUCED" if isinstance(distinct, n.Reduced) else "DISTINCT"
+                raise PlanError(
+                    f"ORDER BY over {what}, which SELECT {keyword} "
+                    f"does not project{_where(self.query, order)}, is not supported by incremental continuous "
+                    'queries; register the query with mode="recompute" to evaluate it'
+                )
+            root = self._distinct(distinct, self._project(root, columns, span))
+        else:
+            root = self._project(root, columns + hidden, span)
+        if slice_ is not None:
+            node = TopKNode(
+                self._id("K"), root.schema, slice_.span, conditions=conditions, tie_break=columns,
+                offset=slice_.start, limit=slice_.length, input=root,
+            )
+            self.certain[id(node)] = self._certain(root)
+            root = node
+        if top and ordered:
+            node = OrderNode(
+                self._id("R"), root.schema, None if order is None else order.span,
+                conditions=conditions, projection=columns, input=root,
+            )
+            self.certain[id(node)] = self._certain(root)
+            root = self.order = node
+        return self._project(root, columns, span)
+
+    def _project(self, node: PlanNode, columns: tuple[str, ...], span) -> PlanNode:
+        """``node`` narrowed to ``columns`` (a column it lacks is unbound), or ``node`` if it has them."""
+        if columns == node.schema:
+            return node
+        projected = ProjectNode(self._id("P"), columns, span, input=node)
+        self.certain[id(projected)] = self._certain(node) & frozenset(columns)
+        return projected
 
     # ------------------------------------------------------------------ patterns
 
@@ -181,7 +248,9 @@ class _Compiler:
                 self._check_expressions(exprs)
                 child = self._node(inner, graph)
                 node = FilterNode(self._id("F"), child.schema, pattern.span, exprs=exprs, input=child)
-                self.certain[id(node)] = self._certain(child)
+                # A row passes only if every expression is true, which binds the variables they require.
+                required = {v.name for e in exprs for v in required_by(e)}
+                self.certain[id(node)] = self._certain(child) | (required & set(child.schema))
                 return node
             case n.Extend(var, expr, inner):
                 self._check_expressions((expr,))
@@ -211,6 +280,9 @@ class _Compiler:
                 return node
             case n.Group(input=inner):
                 return self._group(pattern, self._node(inner, graph))
+            case n.Slice() | n.Project() | n.OrderBy():
+                # A nested SELECT (the translation puts a Project in every one).
+                return self._solutions(pattern, graph, top=False)
             case n.Graph(name, inner):
                 if isinstance(name, Var):
                     raise unsupported(self.query, f"GRAPH {name} around a stream pattern", pattern)
@@ -343,8 +415,7 @@ class _Compiler:
             raise unsupported(self.query, f"a stream named by the variable {pattern.stream}", pattern)
         leaves = []
         for triple in pattern.triples:
-            if not isinstance(triple.predicate, (IRI, Var)):
-                raise unsupported(self.query, "a property path over a stream", triple)
+            # A path's predicate position is None: its operator matches the path, not one term.
             positions = tuple(
                 column(term) if isinstance(term, (Var, BlankNode)) else None
                 for term in (triple.subject, triple.predicate, triple.object)
@@ -367,7 +438,10 @@ class _Compiler:
         return leaves
 
     def _cache(self, pattern: n.StaticPattern, graph: IRI | None) -> StaticCache:
-        inner = pattern.pattern if graph is None else n.Graph(graph, pattern.pattern, span=pattern.span)
+        # A static sub-query's LIMIT keeps the solutions the recompute oracle's keeps.
+        inner = break_ties(pattern.pattern)
+        if graph is not None:
+            inner = n.Graph(graph, inner, span=pattern.span)
         schema = tuple(v.name for v in in_scope(inner) if not n.is_internal(v))
         cache = StaticCache(
             self._id("C"),

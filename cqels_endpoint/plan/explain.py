@@ -2,8 +2,8 @@
 
 One line per operator, children indented under their parent, each with its id, what it computes,
 the query line it comes from and its operator's counters (inputs, outputs, index sizes, chosen
-probe orders…). Join inputs show their probe keys and index kind; caches show the SPARQL they
-were computed with.
+probe orders, top-k recomputations and skipped ticks…). Join inputs show their probe keys and
+index kind; caches show the SPARQL they were computed with.
 """
 
 from __future__ import annotations
@@ -23,15 +23,17 @@ from cqels_endpoint.plan.nodes import (
     MultiwayJoin,
     NegationNode,
     OptionalNode,
+    OrderNode,
     PhysicalPlan,
     PlanNode,
     ProjectNode,
     StaticCache,
     StreamLeaf,
+    TopKNode,
     UnionNode,
 )
 from cqels_endpoint.query.serialize import write_expression as _write_expression
-from cqels_endpoint.query.serialize import write_term
+from cqels_endpoint.query.serialize import write_path, write_term
 from cqels_endpoint.query.windows import format_window
 from cqels_endpoint.terms import Var
 
@@ -50,8 +52,6 @@ def explain_plan(plan: PhysicalPlan, counters: Callable[[PlanNode], Mapping[str,
     lines = [f"{plan.form.lower()} (incremental)"]
     if plan.template:
         lines.append("  template: " + " ".join(_triple(t) + " ." for t in plan.template))
-    if plan.ignored_order:
-        lines.append("  ORDER BY dropped: without LIMIT it does not change the bag of results")
     _node(plan.root, None, 1, lines, counters)
     return "\n".join(lines)
 
@@ -91,6 +91,9 @@ def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[
 def _what(node: PlanNode) -> str:
     columns = " ".join("?" + c for c in node.schema)
     match node:
+        case StreamLeaf(stream=stream, window=window, triple=triple) if node.is_path:
+            where = f"{write_term(stream)} {format_window(window)} {{ {_triple(triple)} }}"
+            return f"path window {where}, the path re-evaluated over the window at each tick that changed it"
         case StreamLeaf(stream=stream, window=window, triple=triple):
             return f"window buffer {write_term(stream)} {format_window(window)} {{ {_triple(triple)} }}"
         case StaticCache(join_vars=join_vars):
@@ -122,14 +125,32 @@ def _what(node: PlanNode) -> str:
             return f"reduced (as distinct) [{columns}]" if reduced else f"distinct [{columns}]"
         case UnionNode():
             return f"union [{columns}]"
+        case TopKNode(conditions=conditions, tie_break=ties, offset=offset, limit=limit):
+            rows = "all rows" if limit is None else f"{limit} row{'s' if limit != 1 else ''}"
+            return f"top-k: {rows} from position {offset} ordered by {_order(conditions, ties)} then lineage"
+        case OrderNode(conditions=conditions, projection=projection):
+            return f"order of the emissions: {_order(conditions, projection)}"
         case OptionalNode(exprs=exprs):
             condition = " && ".join(f"({write_expression(e)})" for e in exprs)
             return f"optional [{columns}]" + (f" if {condition}" if condition else "")
     return type(node).__name__
 
 
+def _order(conditions, ties: tuple[str, ...]) -> str:
+    written = [
+        f"DESC({write_expression(c.expr)})" if c.descending else write_expression(c.expr) for c in conditions
+    ]
+    tie_break = " ".join("?" + name for name in ties)
+    if not written:
+        return f"the tie-break {tie_break}" if tie_break else "nothing"
+    return " ".join(written) + (f", ties by {tie_break}" if tie_break else "")
+
+
 def _triple(triple) -> str:
-    return " ".join(write_term(t) for t in (triple.subject, triple.predicate, triple.object))
+    # Variables as the columns are printed: internal ones (path links ``??P0``) have no SPARQL name.
+    subject, obj = ("?" + t.name if isinstance(t, Var) else write_term(t) for t in (triple.subject, triple.object))
+    predicate = triple.predicate
+    return f"{subject} {'?' + predicate.name if isinstance(predicate, Var) else write_path(predicate)} {obj}"
 
 
 def _value(value: Any) -> str:

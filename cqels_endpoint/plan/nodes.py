@@ -38,7 +38,7 @@ class PlanNode:
 
 @dataclass(eq=False)
 class UnaryNode(PlanNode):
-    """A node with one input (filter, extend, group, project, distinct)."""
+    """A node with one input (filter, extend, group, project, distinct, top-k, order)."""
 
     input: PlanNode | None = None
 
@@ -66,6 +66,9 @@ class StreamLeaf(PlanNode):
     ``pattern_id`` is the id of the pattern in ``runtime.patterns.stream_triples`` order.
     ``positions`` names the column bound at subject, predicate and object (None for a constant,
     which the engine already matched); a column named twice (``?x :p ?x``) must get equal terms.
+    When the predicate of ``triple`` is a property path (``is_path``) the leaf is a path window
+    (``operators/path.py``): it evaluates the path over its window's triples, and matches the
+    constants at its ends itself.
     """
 
     pattern_id: int = 0
@@ -73,6 +76,10 @@ class StreamLeaf(PlanNode):
     window: WindowConfig | None = None
     triple: ast.TriplePattern | None = None
     positions: tuple[str | None, str | None, str | None] = (None, None, None)
+
+    @property
+    def is_path(self) -> bool:
+        return self.triple is not None and not isinstance(self.triple.predicate, (IRI, Var))
 
 
 @dataclass(eq=False)
@@ -159,6 +166,29 @@ class DistinctNode(UnaryNode):
 
 
 @dataclass(eq=False)
+class TopKNode(UnaryNode):
+    """``ORDER BY … LIMIT/OFFSET`` (``operators.topk.TopK``): the input rows at positions
+    ``[offset, offset + limit)`` (``limit`` None: to the end) in the order of ``conditions``, ties
+    broken by the ``tie_break`` columns ascending (``algebra.ties``), then by lineage."""
+
+    conditions: tuple[ast.OrderCondition, ...] = ()
+    tie_break: tuple[str, ...] = ()
+    offset: int = 0
+    limit: int | None = None
+
+
+@dataclass(eq=False)
+class OrderNode(UnaryNode):
+    """The emission order of a top-level ORDER BY (or LIMIT/OFFSET): passes its input through and
+    keeps it sorted by ``conditions`` then ``projection`` (the tie-break and the columns reported),
+    so that the evaluator lists Γ and its changes in that order. The input may carry more columns:
+    those the conditions read that the query does not project."""
+
+    conditions: tuple[ast.OrderCondition, ...] = ()
+    projection: tuple[str, ...] = ()
+
+
+@dataclass(eq=False)
 class UnionNode(BinaryNode):
     """Bag union of two inputs on the left columns then the right's others (missing ones unbound)."""
 
@@ -190,7 +220,8 @@ class PhysicalPlan:
     """A compiled query: the operator tree, its leaves by pattern id, its caches, its output form.
 
     ``root`` produces Γ: for SELECT its schema is the projection; for CONSTRUCT it is the in-scope
-    variables of the WHERE clause, which ``template`` is instantiated with.
+    variables of the WHERE clause, which ``template`` is instantiated with. ``order`` is the node
+    whose operator lists Γ in ORDER BY order (None: the query has no top-level order).
     """
 
     form: str
@@ -198,7 +229,7 @@ class PhysicalPlan:
     leaves: dict[int, StreamLeaf]
     caches: tuple[StaticCache, ...]
     template: tuple[ast.TriplePattern, ...] = ()
-    ignored_order: bool = False
+    order: OrderNode | None = None
 
     def nodes(self) -> list[PlanNode]:
         """Every node, parents before children."""

@@ -47,10 +47,6 @@ from cqels_endpoint.terms import (
 _GENERATED_LABEL = re.compile(r"_:b([0-9]+)")
 _KEYWORD = re.compile(r"[A-Za-z]+")
 _CONTINUOUS_ONLY = "{} is only allowed in continuous queries; register the query under /queries/{{name}}"
-_PATH_IN_STREAM = (
-    "property paths are not allowed inside STREAM blocks; match single predicates on the stream "
-    "and move the path into the static part of the query"
-)
 
 
 class _TriplesNode:
@@ -741,9 +737,6 @@ class AstBuilder:
         (block,) = children
         if block is None:
             return ()
-        for triple in block.triples:
-            if not isinstance(triple.predicate, (IRI, Var)):
-                raise self._error_at(_PATH_IN_STREAM, triple.predicate.span)
         return block.triples
 
     def window(self, at, children):

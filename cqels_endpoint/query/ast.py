@@ -59,13 +59,12 @@ class PathNegatedSet(Node):
 
 Path = IRI | PathInverse | PathSequence | PathAlternative | PathMod | PathNegatedSet
 
-
 # --------------------------------------------------------------------------- triples
 
 
 @dataclass(frozen=True)
 class TriplePattern(Node):
-    """One triple pattern; the predicate is a variable, an IRI or (outside streams) a path.
+    """One triple pattern; the predicate is a variable, an IRI or a property path.
 
     A path that is just an IRI (``:p``) is stored as the ``IRI`` itself; ``a`` is ``rdf:type``.
     """

@@ -6,7 +6,12 @@ query once, in a stable order, and every part of the engine names them by that n
 
 - ids follow the pre-order walk of the algebra (``query.visit.walk``: parents before children,
   children left to right, EXISTS patterns included), then the triple order inside each
-  ``StreamPattern``; two equal stream patterns at two places of the query get two sets of ids;
+  ``StreamPattern``; two equal stream patterns at two places of the query get two sets of ids (a
+  property path alternative over a stream is a ``Union`` of stream patterns: one set per branch);
+- a triple pattern whose predicate is a property path with ``*``, ``+``, ``?`` or ``!`` (what
+  is left of a path once the translation has split its sequences and alternatives) is one stream
+  pattern too: its window holds the triples that can take part in the path (``paths.path_links``)
+  and the path is evaluated over that window graph;
 - ``map_stream_triples`` rebuilds an algebra replacing each stream triple pattern by a pattern of the
   caller's choice, visiting them in exactly that order (the recompute evaluator uses it to read each
   triple pattern from the named graph holding its window).
@@ -26,6 +31,7 @@ from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import WindowConfig
+from cqels_endpoint.runtime.paths import path_links
 from cqels_endpoint.terms import IRI, BlankNode, Var
 from static_store.convert import constant_term
 
@@ -35,6 +41,7 @@ class StreamTriple:
     """One triple pattern of one stream block, with the window that applies to it.
 
     ``id`` is its index in ``stream_triples(query)``; ``source`` the ``StreamPattern`` it comes from.
+    The predicate of ``triple`` is a variable, an IRI or a property path (``is_path``).
     """
 
     id: int
@@ -44,15 +51,35 @@ class StreamTriple:
     window_name: IRI | None = None
     source: n.StreamPattern | None = None
 
+    @property
+    def is_path(self) -> bool:
+        return not isinstance(self.triple.predicate, (IRI, Var))
+
+    @property
+    def pattern(self) -> n.Pattern:
+        """This triple pattern alone in the algebra: a one-triple BGP, or a ``Path``."""
+        if self.is_path:
+            return n.Path(self.triple.subject, self.triple.predicate, self.triple.object, span=self.triple.span)
+        return n.BGP((self.triple,), span=self.triple.span)
+
     def matches(self, triple: ox.Triple) -> bool:
-        """Whether ``triple`` matches this pattern: equal constants, and equal terms wherever the
-        pattern repeats a variable or blank node (``?x :p ?x``). Blank nodes of the pattern are
-        variables (SPARQL §18.3: they are existential in a BGP)."""
+        """Whether ``triple`` enters this pattern's window: for a triple pattern, equal constants,
+        and equal terms wherever the pattern repeats a variable or blank node (``?x :p ?x``; blank
+        nodes of the pattern are variables, SPARQL §18.3: they are existential in a BGP); for a
+        path, a predicate that is one of its links, or any triple for a path with a zero-length part
+        or a negated set (the ends are not looked at: a path also runs through other nodes)."""
+        if self.is_path:
+            return self._links is None or triple.predicate in self._links
         terms = (triple.subject, triple.predicate, triple.object)
         for position, constant in self._constants:
             if terms[position] != constant:
                 return False
         return all(terms[a] == terms[b] for a, b in self._repeats)
+
+    @cached_property
+    def _links(self) -> frozenset[ox.NamedNode] | None:
+        links = path_links(self.triple.predicate)
+        return None if links is None else frozenset(constant_term(iri) for iri in links)
 
     @cached_property
     def _constants(self) -> tuple[tuple[int, ox.NamedNode | ox.Literal], ...]:

@@ -1,7 +1,5 @@
-"""DISTINCT (and REDUCED) maintained with a counter per row: the pure-Python operator.
-
-There is no compiled variant yet: ``operators/distinct.py`` re-exports this class.
-"""
+"""DISTINCT (and REDUCED) maintained with a counter per row: the pure-Python twin of
+``operators/_distinct.pyx``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""Reference twin of ``operators/negation.py``: the same operator computed by re-evaluation.
+"""Reference twin of the compiled negation (``operators/_negation.pyx``), computed by re-evaluation.
 
 Same constructor and output relation, reached the slow, obviously correct way: it keeps both
 inputs as plain lineage → row maps and, at every punctuation, recomputes which left rows are
 kept by testing every (left, right) pair, then emits the difference with the previous tick
-(−1 rows first, then +1 rows, each in lineage order). ``keys`` is accepted for the same signature;
-the definition does not depend on which columns are hashed. Tests compare the incremental
-operator with it tick by tick; the engine never uses it.
+(−1 rows first, then +1 rows, each in lineage order). ``keys`` only states the same input
+contract as the compiled operator (those columns are bound in every row; an unbound one is an
+OperatorError); the definition does not depend on which columns are hashed. Tests compare the incremental
+operator with it tick by tick; the engine uses it only under ``CQELS_PURE_PYTHON=1``.
 """
 
 from __future__ import annotations
@@ -13,8 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.negation import EXISTS, KINDS, MINUS, shared_columns
+
+NOT_EXISTS = "not exists"
+EXISTS = "exists"
+MINUS = "minus"
+KINDS = (NOT_EXISTS, EXISTS, MINUS)
+
+
+def merged_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
+    """The columns of a left row extended with a right row: left's, then right's new ones."""
+    return tuple(left) + tuple(c for c in right if c not in left)
+
+
+def shared_columns(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
+    """The columns both sides bind, in left order; internal columns (``_:b``, blank nodes of a
+    stream pattern) are local to their pattern and never shared."""
+    return tuple(c for c in left if c in right and not c.startswith("_:"))
 
 
 class Negation(Operator):
@@ -39,6 +56,11 @@ class Negation(Operator):
         self.right_schema = tuple(right_schema)
         self.shared = shared_columns(self.schema, self.right_schema)
         self._extra = tuple(i for i, c in enumerate(self.right_schema) if c not in self.schema)
+        keys = self.shared if keys is None else tuple(keys)
+        if not set(keys) <= set(self.shared):
+            msg = f"{self.label}: keys {keys} are not all shared columns {self.shared}"
+            raise ValueError(msg)
+        self._keys = (tuple(self.schema.index(c) for c in keys), tuple(self.right_schema.index(c) for c in keys))
         self._condition = condition
         self._inputs: tuple[dict, dict] = ({}, {})
         self._output: dict[tuple, tuple] = {}
@@ -48,6 +70,9 @@ class Negation(Operator):
         rows = self._inputs[port]
         for row, sign, lineage in deltas:
             if sign > 0:
+                if any(row[i] is None for i in self._keys[port]):
+                    msg = f"{self.label}: a shared column is unbound in {row}; the planner must refuse this input"
+                    raise OperatorError(msg)
                 rows[lineage] = row
             else:
                 del rows[lineage]

@@ -1,5 +1,5 @@
 """OPTIONAL (SPARQL 1.1 §18.5 LeftJoin with its filter), incremental on both inputs: the
-pure-Python operator (``operators/optional.py``)."""
+pure-Python twin of ``operators/_optional.pyx``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""UNION as a bag union of two inputs: the pure-Python operator (``operators/union.py``)."""
+"""UNION as a bag union of two inputs: the pure-Python twin of ``operators/_union.pyx``."""
 
 from __future__ import annotations
 

@@ -1,0 +1,15 @@
+from collections.abc import Sequence
+from typing import Any
+
+from cqels_endpoint.operators.base import Delta, Operator
+
+COMPILED: bool
+
+def union_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]: ...
+
+class Union(Operator):
+    arity: int
+    inputs_per_port: list[int]
+    def __init__(self, left_schema: Sequence[str], right_schema: Sequence[str], label: str = "") -> None: ...
+    def on_batch(self, port: int, deltas: list[Delta]) -> None: ...
+    def counters(self) -> dict[str, Any]: ...
