@@ -119,14 +119,15 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _add_serve(commands) -> None:
-    from cqels_endpoint.config import DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_MAX_BODY_MB, DEFAULT_PORT
-    from cqels_endpoint.config import DEFAULT_QUERY_TIMEOUT
+    from cqels_endpoint.config import CACHE_ENGINES, DEFAULT_CACHE_ENGINE, DEFAULT_DATA_DIR, DEFAULT_HOST
+    from cqels_endpoint.config import DEFAULT_MAX_BODY_MB, DEFAULT_PORT, DEFAULT_QUERY_TIMEOUT, DEFAULT_REBUILD_DEBOUNCE_MS
 
     serve = commands.add_parser(
         "serve",
         help="run the SPARQL endpoint over HTTP",
         description="Serve the store over HTTP: /query and /sparql (SPARQL 1.1 Protocol), /update, "
-        "/store (Graph Store Protocol) and /health. The store lives in --data-dir and survives restarts.",
+        "/store (Graph Store Protocol), /health and /metrics (Prometheus). The store lives in --data-dir and "
+        "survives restarts.",
     )
     _option(serve, "--host", "interface to listen on; 0.0.0.0 opens the server to the network", default=DEFAULT_HOST)
     _option(serve, "--port", "TCP port; 0 picks a free one", type=int, default=DEFAULT_PORT)
@@ -146,6 +147,16 @@ def _add_serve(commands) -> None:
     )
     _switch(serve, "--allow-remote", "allow LOAD and SERVICE of remote IRIs (refused with 403 otherwise)")
     _switch(serve, "--demo", "load the demo data (examples/data) into an empty store and print curl examples")
+    _option(
+        serve, "--cache-engine", "what computes the cached static sub-patterns of continuous queries: spark "
+        "(one SparkSession, started in the background) or local (pyoxigraph, for small deployments)",
+        choices=CACHE_ENGINES, default=DEFAULT_CACHE_ENGINE,
+    )
+    _option(serve, "--spark-master", "the Spark cluster of --cache-engine spark (default: local[*])", metavar="URL")
+    _option(
+        serve, "--rebuild-debounce-ms", "rebuild a static cache this long after the last change of its graphs",
+        type=int, default=DEFAULT_REBUILD_DEBOUNCE_MS, metavar="MS",
+    )
     serve.set_defaults(handler=_serve)
 
 
@@ -155,6 +166,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from cqels_endpoint.config import ServerConfig
     from cqels_endpoint.http.app import create_app
+    from cqels_endpoint.http.context import endpoint
     from cqels_endpoint.http.demo import curl_examples, load_demo
     from cqels_endpoint.http.server import serve
     from static_store import StaticStore
@@ -170,6 +182,9 @@ def _serve(args: argparse.Namespace) -> int:
             max_body_mb=args.max_body_mb,
             allow_remote=args.allow_remote,
             demo=args.demo,
+            cache_engine=args.cache_engine,
+            spark_master=args.spark_master,
+            rebuild_debounce_ms=args.rebuild_debounce_ms,
         )
     except ValueError as error:
         print(f"cqels serve: {error}", file=sys.stderr)
@@ -187,18 +202,22 @@ def _serve(args: argparse.Namespace) -> int:
         def listening(base_url: str) -> None:
             print(
                 f"cqels serve: store {where}, {len(store)} quads; listening on {base_url}/ "
-                "(/query /update /store /health); Ctrl-C or SIGTERM stops",
+                "(/query /update /store /health /metrics); Ctrl-C or SIGTERM stops",
                 flush=True,
             )
             if config.demo:
                 print(curl_examples(base_url, config.auth_token), flush=True)
 
         app = create_app(store, config)
+        context = endpoint(app)
+        context.start()  # the SparkSession of --cache-engine spark starts while the server already answers
         try:
             serve(app, config.host, config.port, max_body_bytes=config.max_body_bytes, on_listen=listening)
         except OSError as error:  # port taken, unknown host
             print(f"cqels serve: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
             return EXIT_FAILURE
+        finally:
+            context.close()
     return EXIT_OK
 
 
@@ -214,7 +233,9 @@ def _add_load(commands) -> None:
         description="Load N-Triples, N-Quads, Turtle, TriG, RDF/XML or JSON-LD (syntax from the file "
         "extension .nt .nq .ttl .trig .rdf .owl .xml .jsonld, or --format) into the store of a data "
         "directory, in one transaction: malformed data writes nothing. Stop a server using the same "
-        "data directory first, or send the file to its /store endpoint instead.",
+        "data directory first, or send the file to its /store endpoint instead. With --spark, a large "
+        "N-Triples/N-Quads file is parsed and dictionary-encoded on Spark in parallel, then loaded in runs "
+        "sorted by (graph, subject, predicate, object), still in one transaction.",
     )
     load.add_argument("file", metavar="FILE", help="the RDF file to load")
     _option(load, "--graph", "load the triples into this named graph (default: the default graph); "
@@ -226,6 +247,10 @@ def _add_load(commands) -> None:
     _option(load, "--base-iri", "resolve relative IRIs against this IRI (default: the file's file: IRI)",
             metavar="IRI")
     _switch(load, "--quiet", "no progress bar, only errors")
+    _switch(load, "--spark", "parse and encode a large N-Triples/N-Quads file on Spark, in parallel, and load it "
+            "in sorted runs (all or nothing, as without --spark)")
+    _option(load, "--spark-master", "the Spark cluster of --spark (default: local[*]); FILE must then be readable "
+            "at the same path on every worker", metavar="URL")
     load.set_defaults(handler=_load)
 
 
@@ -236,15 +261,15 @@ def _load(args: argparse.Namespace) -> int:
     from static_store import StaticStore
 
     started = time.perf_counter()
+    options = {
+        "media_type": args.format,
+        "graph": args.graph,
+        "base_iri": args.base_iri,
+        "progress": not args.quiet and sys.stderr.isatty(),
+    }
     try:
         with StaticStore(args.data_dir) as store:
-            event = store.load(
-                args.file,
-                media_type=args.format,
-                graph=args.graph,
-                base_iri=args.base_iri,
-                progress=not args.quiet and sys.stderr.isatty(),
-            )
+            event = _load_on_spark(store, args, options) if args.spark else store.load(args.file, **options)
             total = len(store)
     except (RdfSyntaxError, UnsupportedMediaType, OSError) as error:
         print(f"cqels load: {error}", file=sys.stderr)
@@ -258,6 +283,20 @@ def _load(args: argparse.Namespace) -> int:
         print(f"cqels load: {added} new quads{where} in {seconds:.1f} s; the store in {args.data_dir} "
               f"holds {total} quads")
     return EXIT_OK
+
+
+def _load_on_spark(store, args: argparse.Namespace, options: dict):
+    from pathlib import Path
+
+    from cqels_endpoint.spark.bulk_load import line_format, spark_load
+    from cqels_endpoint.spark.session import SparkSessionHolder
+
+    line_format(Path(args.file), args.format)  # a Turtle file is refused before a JVM starts
+    spark = SparkSessionHolder(master=args.spark_master)
+    try:
+        return spark_load(store, args.file, spark.get(), **options)
+    finally:
+        spark.stop()
 
 
 def _read(source: str) -> str | None:

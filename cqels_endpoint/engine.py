@@ -44,6 +44,8 @@ import pyoxigraph as ox
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.passes import optimize
 from cqels_endpoint.algebra.translate import to_algebra
+from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, cache_engine as make_cache_engine
+from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
 from cqels_endpoint.errors import CqelsError, PlanError
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.query.windows import RangeWindow
@@ -335,10 +337,26 @@ class Engine:
     ``lateness_ms``: how far behind its stream's latest timestamp an event may be (DESIGN §4).
     ``clock``: the arrival clock for events pushed without a time (wall clock by default;
     ``testing.ManualClock`` in tests). Thread-safe: calls are serialised by one lock.
+    ``cache_engine``: what computes the static caches of incremental queries, "local" (pyoxigraph),
+    "spark" or a ``caches.CacheEngine``; ``rebuild_debounce_ms``: how long the store must stay
+    quiet after a change before the caches reading it are rebuilt (``caches.rebuild``).
     """
 
-    def __init__(self, store=None, lateness_ms: int = 0, *, clock: Callable[[], int] | None = None):
+    def __init__(
+        self,
+        store=None,
+        lateness_ms: int = 0,
+        *,
+        clock: Callable[[], int] | None = None,
+        cache_engine: str | CacheEngine = "local",
+        rebuild_debounce_ms: int = 200,
+    ):
         self.store = _static_store(store)
+        # A cache engine made here from its name is this Engine's to close; one passed in is the caller's.
+        self._owns_cache_engine = isinstance(cache_engine, str)
+        if isinstance(cache_engine, str):
+            cache_engine = make_cache_engine(cache_engine)
+        self.caches = CacheRebuilder(self.store, cache_engine, self._swap_caches, rebuild_debounce_ms)
         self.streams = Streams(lateness_ms)
         self.clock = clock or wall_clock_ms
         self.queries: dict[str, ContinuousQuery] = {}
@@ -347,6 +365,7 @@ class Engine:
         self._seqs = itertools.count()
         self._numbers = itertools.count(1)
         self._static_changed = False
+        self._registering: set[str] = set()  # names taken by registrations building their caches
         self._unsubscribe_store = self.store.subscribe(self._on_static_change) if self.store is not None else None
 
     @property
@@ -390,8 +409,27 @@ class Engine:
         with self._lock:
             name = self._name(name, register)
             evaluator = self._evaluator(mode, algebra, patterns, name)
+            self._registering.add(name)
+        # The initial caches are built outside the lock so that a slow cache engine does not hold
+        # up the running queries; the query is not visible before they are installed.
+        caches = getattr(evaluator, "built", None)
+        try:
+            states, builds, version = self.caches.build(name, algebra, caches.caches if caches else [])
+        except BaseException:
+            with self._lock:
+                self._registering.discard(name)
+                close = getattr(evaluator, "close", None)
+                if close is not None:
+                    close()  # drops the dictionary references its plan took
+            raise
+        with self._lock:
+            self._registering.discard(name)
+            if states:
+                evaluator.install_caches([(state.operator, build.rows) for state, build in zip(states, builds)])
+                evaluator.describe_cache = lambda node: self.caches.describe(name, node.id)
             query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms)
             self.queries[name] = query
+            self.caches.install(name, algebra, states, version)
         return query
 
     def unregister(self, name: str) -> None:
@@ -400,6 +438,7 @@ class Engine:
             query = self.queries.pop(name, None)
             if query is None:
                 raise UnknownQueryError(f"no continuous query is registered as {name!r}")
+            self.caches.forget(name)
             close = getattr(query.evaluator, "close", None)
             if close is not None:
                 close()
@@ -437,14 +476,30 @@ class Engine:
         clock = self.streams.clocks.get(_stream_iri(stream))
         return 0 if clock is None else clock.late_events
 
+    def cache_stats(self) -> list[dict]:
+        """One dict per static cache of every incremental query: ``query, cache, engine, rows,
+        version, built_at_ms, duration_ms, stale, rebuilds, failures, last_error, notes``."""
+        return self.caches.stats()
+
+    def wait_for_caches(self, timeout_s: float | None = None) -> bool:
+        """Waits until every scheduled cache rebuild is done (swapped in, or failed with no retry
+        due before ``timeout_s``); False on timeout. Must not be called while holding the engine."""
+        return self.caches.wait(timeout_s)
+
     def close(self) -> None:
-        """Unregisters every query and stops listening to the static store."""
+        """Unregisters every query, stops listening to the static store, stops the rebuilds and
+        releases the cache engine it made from a name (a Spark session)."""
         with self._lock:
             for name in list(self.queries):
                 self.unregister(name)
             if self._unsubscribe_store is not None:
                 self._unsubscribe_store()
                 self._unsubscribe_store = None
+        # Outside the lock: a rebuild under way may be waiting for it to swap (and is then dropped).
+        self.caches.close()
+        close_engine = getattr(self.caches.engine, "close", None) if self._owns_cache_engine else None
+        if close_engine is not None:
+            close_engine()  # e.g. stops the Spark session cache_engine("spark") started
 
     # ------------------------------------------------------------------ internals
 
@@ -460,12 +515,26 @@ class Engine:
         if failure is not None:
             raise failure
 
-    def _on_static_change(self, _event) -> None:
+    def _on_static_change(self, event) -> None:
         # Called by the store's writer with the store's lock held: taking the engine lock here could
         # deadlock against a push that reads the store, so the change is only noted and handed to
         # the evaluators at the start of the next push or advance (it shows with the next
-        # evaluation anyway, DESIGN §4).
+        # evaluation anyway, DESIGN §4), and the caches it touches are scheduled for a rebuild.
         self._static_changed = True
+        self.caches.on_change(event)
+
+    def _swap_caches(self, name: str, builds: list[tuple[CacheState, CacheBuild]]) -> bool:
+        # The rebuild worker's installer: all of a query's rebuilt caches at once, between two
+        # evaluations; the operators emit the difference at the next one.
+        with self._lock:
+            query = self.queries.get(name)
+            built = getattr(query.evaluator, "built", None) if query is not None else None
+            # The name may have been unregistered and taken again meanwhile: only its own caches.
+            owned = {id(operator) for _, operator in built.caches} if built is not None else set()
+            if not all(id(state.operator) in owned for state, _ in builds):
+                return False
+            query.evaluator.install_caches([(state.operator, build.rows) for state, build in builds])
+            return True
 
     def _apply_static_change(self) -> None:
         if self._static_changed:
@@ -478,9 +547,9 @@ class Engine:
             name = register.name.value if isinstance(register.name, IRI) else str(register.name)
         if name is None:
             name = f"q{next(self._numbers)}"
-            while name in self.queries:
+            while name in self.queries or name in self._registering:
                 name = f"q{next(self._numbers)}"
-        if name in self.queries:
+        if name in self.queries or name in self._registering:
             msg = f"a continuous query named {name!r} is already registered: unregister it first or pick another name"
             raise ValueError(msg)
         return name

@@ -103,6 +103,10 @@ class PlanError(CqelsError):
     """A query that parses but cannot be compiled into a plan (an unsupported construct)."""
 
 
+class SparkUnavailableError(CqelsError):
+    """The Spark cache engine cannot run: Java or pyspark is missing, or the session failed to start."""
+
+
 class OperatorError(CqelsError):
     """A runtime failure inside an operator; the message names the operator and its query line."""
 

@@ -11,15 +11,18 @@ With a top-level ORDER BY (or LIMIT/OFFSET), the plan's ``OrderNode`` operator k
 ``evaluate`` lists the rows that entered in ORDER BY order then those that left in their previous
 order, and ``snapshot`` lists Γ in order — what the recompute oracle's SPARQL returns.
 
+Static caches are built by the engine's cache engine and rebuilt on the store's change events by
+``caches.rebuild``; the engine installs each build with ``install_caches`` between evaluations.
+
 Term ids: each stream triple is encoded when it is inserted (one dictionary reference per
-position) and each cached mapping when its cache is filled; the references are dropped when the
+position) and each cached mapping when its cache is installed; the references are dropped when the
 triple expires or the mapping leaves the cache — but only after the ``evaluate`` that reports the
 retraction has decoded it, so a -1 row can always be decoded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +32,9 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.topk import Order
 from cqels_endpoint.plan.build import BuiltPlan, build_operators
-from cqels_endpoint.plan.caches import compute_cache
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.explain import explain_plan
-from cqels_endpoint.plan.nodes import PlanNode
+from cqels_endpoint.plan.nodes import PlanNode, StaticCache
 from cqels_endpoint.runtime.patterns import StreamTriple
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
@@ -54,8 +56,10 @@ class IncrementalEvaluator:
     ``query`` is the optimised algebra, ``patterns`` the engine's ``runtime.patterns.stream_triples``
     of it, ``static`` the static store (a ``StaticStore``, a ``pyoxigraph.Store`` or None) and
     ``dictionary`` the engine's shared ``TermDictionary``. Construction compiles the plan
-    (``PlanError`` for constructs without incremental operators yet) and fills the static caches,
-    so the first evaluation already sees the static data.
+    (``PlanError`` for constructs without incremental operators yet); the static caches
+    (``built.caches``) start empty until the engine installs their first build, before the query's
+    first evaluation. ``describe_cache(node)``, set by the engine, gives the lines ``explain``
+    shows under a cache (its size, version, engine, rebuild history).
     """
 
     def __init__(self, query: n.AlgebraQuery, patterns: Sequence[StreamTriple], static: object, dictionary) -> None:
@@ -75,7 +79,7 @@ class IncrementalEvaluator:
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
         self._closed = False
-        self._fill_caches()
+        self.describe_cache: Callable[[StaticCache], list[str]] | None = None
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
@@ -138,13 +142,26 @@ class IncrementalEvaluator:
         return [self._decode(row) for row in rows]
 
     def on_static_change(self) -> None:
-        """Recomputes every static cache; the difference enters the plan with the next evaluation."""
-        self._fill_caches()
+        """Nothing to do now: the engine's rebuild manager rebuilds the caches that read the
+        changed graphs in the background and installs them (``install_caches``)."""
+
+    def install_caches(self, builds: Sequence[tuple[Any, Sequence[tuple]]]) -> None:
+        """Makes each ``(operator, rows)`` the content of that static cache operator (rows of
+        pyoxigraph terms or None); the differences enter the plan with the next evaluation."""
+        encode = self.dictionary.encode
+        encoded = [
+            (operator, [tuple(None if term is None else encode(term) for term in row) for row in rows])
+            for operator, rows in builds
+        ]
+        for operator, rows in encoded:
+            # replace() takes over the reference each encode() returned.
+            operator.replace(rows)
 
     def explain(self) -> str:
         """The physical plan with each operator's live counters, and the size of Γ."""
         size = self.sink.counters()["rows"]
-        return explain_plan(self.plan, self._counters) + f"\n  Γ: {size} rows after {self.evaluations} evaluations"
+        text = explain_plan(self.plan, self._counters, self.describe_cache)
+        return text + f"\n  Γ: {size} rows after {self.evaluations} evaluations"
 
     def close(self) -> None:
         """Drops every dictionary reference the plan holds (the query was unregistered)."""
@@ -156,14 +173,6 @@ class IncrementalEvaluator:
         self._release_now()
 
     # ------------------------------------------------------------------ helpers
-
-    def _fill_caches(self) -> None:
-        encode = self.dictionary.encode
-        for node, cache in self.built.caches:
-            # replace() takes over the reference each encode() returned.
-            cache.replace(
-                [tuple(None if term is None else encode(term) for term in row) for row in compute_cache(node, self.static)]
-            )
 
     def _decode(self, row: tuple) -> dict[str, Term]:
         decode = self.dictionary.decode

@@ -165,7 +165,11 @@ def bulk_load(
     finally:
         if bar is not None:
             bar.close()
-    after = graph_sizes(store, touched)
+    return growth(before, graph_sizes(store, touched))
+
+
+def growth(before: dict[GraphTerm, int], after: dict[GraphTerm, int]) -> dict[str | None, tuple[int, int]]:
+    """``{graph: (added, 0)}`` for the graphs an add-only write grew, from ``graph_sizes`` before and after it."""
     return {
         graph_name(g): (count - before.get(g, 0), 0) for g, count in after.items() if count != before.get(g, 0)
     }

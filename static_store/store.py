@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,7 +34,7 @@ from static_store.checks import check_request, evaluation_error
 from static_store.convert import GraphTerm, graph_name, graph_term
 from static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes
 from static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
-from static_store.load import bulk_load, parse_graph
+from static_store.load import bulk_load, graph_sizes, growth, parse_graph
 from static_store.results import QueryKind, QueryResult, serialize_evaluation
 from static_store.timeout import EvaluationFailed, evaluate_in_child
 from static_store.update import UpdateRequest
@@ -272,6 +272,19 @@ class StaticStore:
             if not isinstance(term, ox.DefaultGraph) and not self._ox.contains_named_graph(term):
                 self._ox.add_graph(term)  # an empty document still makes the graph exist
             return self._commit(counts)
+
+    def load_quads(self, quads: Iterable[ox.Quad], graphs: Iterable[str | None] | None = None) -> ChangeEvent | None:
+        """Add ``quads`` (any iterable, consumed once) in one transaction, with one change event.
+
+        If iterating ``quads`` raises, nothing is written. ``graphs``, when given, must name every
+        graph the quads are in (None for the default graph): then only those graphs are counted
+        for the event, instead of every graph of the store.
+        """
+        touched = None if graphs is None else [self._graph(g) for g in graphs]
+        with self._lock:
+            before = graph_sizes(self._ox, touched)
+            self._ox.extend(quads)
+            return self._commit(growth(before, graph_sizes(self._ox, touched)))
 
     # ------------------------------------------------------------------ internals
 

@@ -9,6 +9,8 @@ body limit, ...), each with its own in-memory store, stopped at the end of the s
 from __future__ import annotations
 
 import json
+import os
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -210,3 +212,34 @@ def endpoint_factory() -> Iterator[Callable[..., LiveEndpoint]]:
     finally:
         for running in reversed(started):
             running.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test session (local[2], no UI, 4 shuffle partitions). Without
+    Java the Spark tests skip on a developer machine, but fail under CI, where skipping would hide them."""
+    import shutil
+
+    if shutil.which("java") is None:
+        reason = "Java is not installed: the Spark cache engine needs a JRE 17 or later on the PATH"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from cqels_endpoint.spark.session import build_session
+
+    # Spark's Python workers must run this interpreter, which has the project's packages.
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = build_session("local[2]", "cqels-tests", shuffle_partitions=4)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def demo_store():
+    """A store holding the demo data of ``examples/data`` (``cqels serve --demo``)."""
+    from cqels_endpoint.http.demo import load_demo
+    from static_store import StaticStore
+
+    store = StaticStore()
+    load_demo(store)
+    return store

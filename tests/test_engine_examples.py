@@ -7,25 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyoxigraph as ox
-import pytest
 
 from cqels_endpoint.testing import Advance, Push, run
-from static_store.store import StaticStore
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ROOT / "examples" / "queries"
-DATA = ROOT / "examples" / "data"
 LV = "http://deri.org/floorplan/"
 PEOPLE = "http://deri.org/people/"
 RFID = "http://deri.org/streams/rfid"
-
-
-@pytest.fixture(scope="module")
-def demo_store():
-    store = StaticStore()
-    store.load(DATA / "floorplan.trig")
-    store.load(DATA / "conference.ttl")
-    return store
 
 
 def query(name: str) -> str:

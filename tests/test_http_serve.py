@@ -88,7 +88,8 @@ class Server:
 
 def environment(**variables: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CQELS_")}
-    return {**env, "PYTHONUNBUFFERED": "1", **variables}
+    # The local cache engine: these servers test serving, and each would otherwise start a JVM.
+    return {**env, "PYTHONUNBUFFERED": "1", "CQELS_CACHE_ENGINE": "local", **variables}
 
 
 @contextmanager

@@ -177,6 +177,8 @@ def test_static_changes_enter_with_the_next_evaluation() -> None:
     engine.push(S, f"<{EX}a> <{EX}p> <{EX}b> .", time=1)
     store.post_graph(None, f"<{EX}b> <{EX}r> <{EX}d2> .", "application/n-triples")
     store.update(f"DELETE DATA {{ <{EX}b> <{EX}r> <{EX}d1> }}")
+    # The incremental caches are rebuilt in the background (caches.rebuild): wait for the swap.
+    assert engine.wait_for_caches(10)
     engine.advance(2)
     assert logs["incremental"] == logs["recompute"] == [(1, [EX + "d1"]), (2, [EX + "d2"])]
 

@@ -1,4 +1,5 @@
-"""The Flask app factory: ``create_app(store, config)`` wires the blueprints to one store.
+"""The Flask app factory: ``create_app(store, config, engine)`` wires the blueprints to one store and
+one continuous engine.
 
 | path | verbs | module |
 |---|---|---|
@@ -6,6 +7,7 @@
 | ``/update`` | POST | ``update.py`` — SPARQL 1.1 Protocol update |
 | ``/store``, ``/store/…`` | GET HEAD PUT POST DELETE | ``graph_store.py`` — Graph Store Protocol |
 | ``/health`` | GET | here |
+| ``/metrics`` | GET | ``metrics.py`` — Prometheus text exposition |
 
 Errors are JSON (``errors.py``); writes need the bearer token when one is configured (``auth.py``).
 """
@@ -15,14 +17,21 @@ from __future__ import annotations
 from flask import Flask, Response, jsonify
 
 from cqels_endpoint.config import ServerConfig
-from cqels_endpoint.http import graph_store, query, update
+from cqels_endpoint.engine import Engine
+from cqels_endpoint.http import graph_store, metrics, query, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
 from static_store import StaticStore
 
 
-def create_app(store: StaticStore, config: ServerConfig | None = None) -> Flask:
-    """A WSGI app serving ``store``; the caller owns the store and closes it."""
+def create_app(store: StaticStore, config: ServerConfig | None = None, engine: Engine | None = None) -> Flask:
+    """A WSGI app serving ``store``; the caller owns the store and closes it.
+
+    Without ``engine`` the app builds its own over ``store``, with the cache engine and rebuild
+    debounce of ``config``; ``endpoint(app).close()`` closes it again. The Spark session of a
+    ``spark`` cache engine is not started here (``endpoint(app).start()`` does, in the background):
+    an app built only to answer one-shot queries never starts a JVM.
+    """
     config = config or ServerConfig()
     app = Flask("cqels_endpoint")
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
@@ -30,13 +39,29 @@ def create_app(store: StaticStore, config: ServerConfig | None = None) -> Flask:
     app.config["MAX_FORM_MEMORY_SIZE"] = config.max_body_bytes
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
-    app.extensions[EXTENSION] = Endpoint(store, config)
+    app.extensions[EXTENSION] = _endpoint(store, config, engine)
     register_error_handlers(app)
     app.register_blueprint(query.blueprint)
     app.register_blueprint(update.blueprint)
     app.register_blueprint(graph_store.blueprint)
+    app.register_blueprint(metrics.blueprint)
     app.add_url_rule("/health", "health", _health, methods=["GET"])
     return app
+
+
+def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -> Endpoint:
+    if engine is not None:
+        return Endpoint(store, config, engine, owns_engine=False)
+    if config.cache_engine == "local":
+        return Endpoint(store, config, Engine(store, cache_engine="local", rebuild_debounce_ms=config.rebuild_debounce_ms))
+    # Built here rather than by caches.engines.cache_engine, which starts the session at once: the
+    # session starts when the server does (Endpoint.start), not whenever an app object is made.
+    from cqels_endpoint.spark.job import SparkCacheEngine
+    from cqels_endpoint.spark.session import SparkSessionHolder
+
+    spark = SparkSessionHolder(master=config.spark_master)
+    engine = Engine(store, cache_engine=SparkCacheEngine(spark), rebuild_debounce_ms=config.rebuild_debounce_ms)
+    return Endpoint(store, config, engine, spark=spark)
 
 
 def _health() -> Response:

@@ -1,23 +1,47 @@
-"""What a request handler needs from its app: the store and the configuration."""
+"""What a request handler needs from its app: the store, the continuous engine and the configuration."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from flask import current_app
+from flask import Flask, current_app
 
 from cqels_endpoint.config import ServerConfig
 from static_store import StaticStore
+
+if TYPE_CHECKING:
+    from cqels_endpoint.engine import Engine
+    from cqels_endpoint.spark.session import SparkSessionHolder
 
 EXTENSION = "cqels_endpoint"
 
 
 @dataclass(frozen=True)
 class Endpoint:
+    """``spark``: the session holder of the Spark cache engine the app built (None otherwise);
+    ``owns_engine``: the app built ``engine`` and closes it in ``close()``."""
+
     store: StaticStore
     config: ServerConfig
+    engine: Engine
+    spark: SparkSessionHolder | None = None
+    owns_engine: bool = True
+
+    def start(self) -> None:
+        """Begin starting the SparkSession in the background, so the first cache build does not
+        wait for a JVM (``cqels serve`` calls this before it listens)."""
+        if self.spark is not None:
+            self.spark.start()
+
+    def close(self) -> None:
+        """Close the engine the app built and stop its SparkSession; the store stays open (its owner closes it)."""
+        if self.owns_engine:
+            self.engine.close()
+        if self.spark is not None:
+            self.spark.stop()
 
 
-def endpoint() -> Endpoint:
-    """The store and configuration of the app serving the current request."""
-    return current_app.extensions[EXTENSION]
+def endpoint(app: Flask | None = None) -> Endpoint:
+    """The store, engine and configuration of ``app``, by default the app serving the current request."""
+    return (app or current_app).extensions[EXTENSION]

@@ -4,7 +4,9 @@ DESIGN §4: the maximal static sub-patterns of a query are materialised once per
 encoded, and probed by the stream inputs on the variables they share. In this issue the mappings
 come from a pyoxigraph evaluation of the sub-pattern written back to SPARQL (``to_sparql``) with
 the query's own ``FROM``/``FROM NAMED`` clauses, so a cache holds exactly the solutions SPARQL
-gives for that sub-pattern over the static dataset (the Spark rebuild of issue 6 replaces this).
+gives for that sub-pattern over the static dataset. This is the local cache engine
+(``caches.engines.LocalCacheEngine``) and the oracle of the Spark one; ``caches.rebuild`` decides
+when a cache is built again.
 """
 
 from __future__ import annotations

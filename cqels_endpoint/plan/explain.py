@@ -3,7 +3,8 @@
 One line per operator, children indented under their parent, each with its id, what it computes,
 the query line it comes from and its operator's counters (inputs, outputs, index sizes, chosen
 probe orders, top-k recomputations and skipped ticks…). Join inputs show their probe keys and
-index kind; caches show the SPARQL they were computed with.
+index kind; caches show the SPARQL they were computed with and, for a running query, what
+``describe_cache`` says about them (size, store version, engine, last rebuild).
 """
 
 from __future__ import annotations
@@ -47,16 +48,21 @@ def physical_plan_section(query: AlgebraQuery) -> str:
         return f"no incremental plan: {error}"
 
 
-def explain_plan(plan: PhysicalPlan, counters: Callable[[PlanNode], Mapping[str, Any]] | None = None) -> str:
-    """The plan as indented text; ``counters(node)`` gives the live counters of a node's operator."""
+def explain_plan(
+    plan: PhysicalPlan,
+    counters: Callable[[PlanNode], Mapping[str, Any]] | None = None,
+    describe_cache: Callable[[StaticCache], list[str]] | None = None,
+) -> str:
+    """The plan as indented text; ``counters(node)`` gives the live counters of a node's operator,
+    ``describe_cache(cache)`` the lines shown under a static cache."""
     lines = [f"{plan.form.lower()} (incremental)"]
     if plan.template:
         lines.append("  template: " + " ".join(_triple(t) + " ." for t in plan.template))
-    _node(plan.root, None, 1, lines, counters)
+    _node(plan.root, None, 1, lines, counters, describe_cache)
     return "\n".join(lines)
 
 
-def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[str], counters) -> None:
+def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[str], counters, describe_cache=None) -> None:
     indent = "  " * depth
     head = f"{indent}{node.id} {_what(node)}"
     if join_input is not None:
@@ -80,12 +86,14 @@ def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[
             lines.append(f"{indent}   " + " ".join(f"{key}={_value(value)}" for key, value in values.items()))
     if isinstance(node, StaticCache) and node.sparql:
         lines.append(f"{indent}   computed by: {node.sparql}")
+    if isinstance(node, StaticCache) and describe_cache is not None:
+        lines.extend(f"{indent}   {line}" for line in describe_cache(node))
     if isinstance(node, MultiwayJoin):
         for child in node.join_inputs:
-            _node(child.node, child, depth + 1, lines, counters)
+            _node(child.node, child, depth + 1, lines, counters, describe_cache)
     else:
         for child in node.inputs:
-            _node(child, None, depth + 1, lines, counters)
+            _node(child, None, depth + 1, lines, counters, describe_cache)
 
 
 def _what(node: PlanNode) -> str:

@@ -1,0 +1,7 @@
+"""The Spark cache engine (issue 6): static caches rebuilt as Spark DataFrame jobs.
+
+``session`` holds the one long-lived SparkSession, ``export`` writes the snapshot of the graphs a
+static sub-pattern reads as dictionary-encoded Parquet, ``job`` translates the sub-pattern into
+DataFrame operations (``SparkCacheEngine``). pyspark is imported only by these modules, so the rest
+of the endpoint runs without a JVM.
+"""
