@@ -17,12 +17,30 @@ field                    flag                       environment                 
 ``cache_engine``         ``--cache-engine``         ``CQELS_CACHE_ENGINE``         ``spark`` (or ``local``)
 ``spark_master``         ``--spark-master``         ``CQELS_SPARK_MASTER``         none (``local[*]``)
 ``rebuild_debounce_ms``  ``--rebuild-debounce-ms``  ``CQELS_REBUILD_DEBOUNCE_MS``  200 ms
+``stream_base``          ``--stream-base``          ``CQELS_STREAM_BASE``          ``urn:cqels:stream:``
+``lateness_ms``          ``--lateness-ms``          ``CQELS_LATENESS_MS``          0 ms (no event may be late)
+``threads``              ``--threads``              ``CQELS_THREADS``              64
+``replay_buffer``        ``--replay-buffer``        ``CQELS_REPLAY_BUFFER``        1000 emissions per query
+``subscriber_queue``     ``--subscriber-queue``     ``CQELS_SUBSCRIBER_QUEUE``     256 emissions per subscriber
+``keepalive_s``          ``--keepalive-s``          ``CQELS_KEEPALIVE_S``          15 seconds
 =======================  =========================  =============================  =============================
 
 ``cache_engine`` computes the cached static sub-patterns of registered queries: ``spark`` on one
 long-lived SparkSession (``spark_master``; started in the background when the server starts),
 ``local`` with pyoxigraph in the server process, for small deployments. A burst of store changes
 rebuilds the caches it touches once, ``rebuild_debounce_ms`` after the last change.
+
+``lateness_ms`` is DESIGN §4's L: events up to that much older than their stream's latest one are
+buffered and released in timestamp order once the watermark passes them; older ones get a 409.
+
+``stream_base`` names the streams pushed to by a short name: ``POST /streams/rfid`` pushes to
+``<stream_base>rfid`` (``POST /streams/<percent-encoded IRI>`` names any stream in full).
+
+``threads`` is the number of request threads: every open ``/queries/{name}/results`` stream holds
+one for as long as it is open, so it bounds the concurrent subscribers (plus the other requests).
+Each query keeps its last ``replay_buffer`` emissions for ``Last-Event-ID`` resumes; a subscriber
+more than ``subscriber_queue`` emissions behind is disconnected; an idle stream gets a keep-alive
+every ``keepalive_s`` seconds (``http/results.py``).
 
 >>> ServerConfig().max_body_bytes
 67108864
@@ -32,6 +50,7 @@ rebuilds the caches it touches once, ``rebuild_debounce_ms`` after the last chan
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +62,13 @@ DEFAULT_MAX_BODY_MB = 64.0
 CACHE_ENGINES = ("spark", "local")
 DEFAULT_CACHE_ENGINE = "spark"
 DEFAULT_REBUILD_DEBOUNCE_MS = 200
+DEFAULT_STREAM_BASE = "urn:cqels:stream:"
+# A scheme, then no spaces, controls or <>"{}|^`\ : what an IRI in N-Triples may hold.
+_ABSOLUTE_IRI = re.compile(r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*\Z')
+DEFAULT_THREADS = 64
+DEFAULT_REPLAY_BUFFER = 1000
+DEFAULT_SUBSCRIBER_QUEUE = 256
+DEFAULT_KEEPALIVE_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,12 @@ class ServerConfig:
     cache_engine: str = DEFAULT_CACHE_ENGINE  # what computes the static caches: "spark" or "local"
     spark_master: str | None = None  # None: CQELS_SPARK_MASTER, else local[*]
     rebuild_debounce_ms: int = DEFAULT_REBUILD_DEBOUNCE_MS  # quiet time after a change before a rebuild
+    stream_base: str = DEFAULT_STREAM_BASE  # the IRI a short stream name is appended to
+    lateness_ms: int = 0  # how late (behind its stream's latest event) an event may arrive
+    threads: int = DEFAULT_THREADS  # request threads; each open results stream holds one
+    replay_buffer: int = DEFAULT_REPLAY_BUFFER  # emissions kept per query for Last-Event-ID
+    subscriber_queue: int = DEFAULT_SUBSCRIBER_QUEUE  # emissions a subscriber may lag before it is dropped
+    keepalive_s: float = DEFAULT_KEEPALIVE_S  # idle seconds before a results stream gets a keep-alive
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -83,6 +115,16 @@ class ServerConfig:
             raise ValueError(msg)
         if self.rebuild_debounce_ms < 0:
             msg = f"the rebuild debounce must be a non-negative number of milliseconds, not {self.rebuild_debounce_ms}"
+            raise ValueError(msg)
+        for field_name, minimum in (("threads", 1), ("replay_buffer", 0), ("subscriber_queue", 1), ("lateness_ms", 0)):
+            if getattr(self, field_name) < minimum:
+                msg = f"{field_name} must be an integer of at least {minimum}, not {getattr(self, field_name)}"
+                raise ValueError(msg)
+        if not self.keepalive_s > 0:
+            msg = f"the keep-alive interval must be a positive number of seconds, not {self.keepalive_s}"
+            raise ValueError(msg)
+        if not _ABSOLUTE_IRI.match(self.stream_base):
+            msg = f"the stream base {self.stream_base!r} is not an absolute IRI; give one like http://example.org/streams/"
             raise ValueError(msg)
         object.__setattr__(self, "data_dir", Path(self.data_dir))
 

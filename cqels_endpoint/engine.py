@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -47,13 +47,16 @@ from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, cache_engine as make_cache_engine
 from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
 from cqels_endpoint.errors import CqelsError, PlanError
+from cqels_endpoint.query import ast
 from cqels_endpoint.query.parser import parse_query
-from cqels_endpoint.query.windows import RangeWindow
+from cqels_endpoint.query.windows import RangeWindow, WindowConfig
 from cqels_endpoint.recompute import RecomputeEvaluator
 from cqels_endpoint.runtime.encoding import TermDictionary
+from cqels_endpoint.runtime.latency import LatencyHistogram
 from cqels_endpoint.runtime.patterns import StreamTriple, stream_triples
+from cqels_endpoint.runtime.sharing import SharedWindows, WindowReader
 from cqels_endpoint.runtime.streams import Event, Streams, to_millis, to_triples
-from cqels_endpoint.runtime.windows import CloseSchedule, WindowState, build_window
+from cqels_endpoint.runtime.windows import CloseSchedule
 from cqels_endpoint.terms import IRI, BlankNode, Var
 from static_store.convert import constant_term
 from static_store.store import StaticStore
@@ -193,17 +196,24 @@ class ContinuousQuery:
     patterns: list[StreamTriple]
     evaluator: Evaluator
     origin_ms: int | None = None
-    windows: list[WindowState] = field(init=False)
+    # One reader per stream pattern of the engine's shared window states (runtime.sharing).
+    windows: list[WindowReader] = field(default_factory=list)
     schedule: CloseSchedule | None = field(init=False)
     clock: int | None = field(init=False, default=None)
     evaluations: int = field(init=False, default=0)
     emitted: int = field(init=False, default=0)
+    # Seconds the engine spent on each event (and advance) of this query: windows and evaluation.
+    latency: LatencyHistogram = field(init=False, default_factory=LatencyHistogram)
 
     def __post_init__(self) -> None:
-        self.windows = [build_window(st.window) for st in self.patterns]
-        slides = [st.window.slide_ms for st in self.patterns if isinstance(st.window, RangeWindow) and st.window.periodic]
+        # A window declared in the dataset is a window of the query even where no pattern reads it
+        # (a query whose patterns all read named static graphs reports on its stream's events).
+        windows = [st.window for st in self.patterns] + [window for _stream, window in declared_windows(self.algebra)]
+        slides = [w.slide_ms for w in windows if isinstance(w, RangeWindow) and w.periodic]
         self.schedule = CloseSchedule(slides, self.origin_ms) if slides else None
-        self.streams = frozenset(st.stream.value for st in self.patterns)
+        self.streams = frozenset(st.stream.value for st in self.patterns) | frozenset(
+            stream.value for stream, _window in declared_windows(self.algebra)
+        )
         self._by_stream: dict[str, list[StreamTriple]] = {}
         for st in self.patterns:
             self._by_stream.setdefault(st.stream.value, []).append(st)
@@ -240,7 +250,10 @@ class ContinuousQuery:
             kind = f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
         lines = [f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"]
         for st, window in zip(self.patterns, self.windows):
-            lines.append(f"  window {st.id} on <{st.stream.value}> {type(window).__name__}: {len(window)} triple(s)")
+            lines.append(
+                f"  window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
+                f"state shared by {window.shared_by} quer{'y' if window.shared_by == 1 else 'ies'}"
+            )
         return "\n".join(lines) + "\n" + self.evaluator.explain()
 
     # ------------------------------------------------------------------ driven by the engine
@@ -255,13 +268,14 @@ class ContinuousQuery:
         else:
             tau = event.time if self.clock is None else max(event.time, self.clock)
         for triple in event.triples:
-            for st in self._by_stream[event.stream]:
-                window = self.windows[st.id]
-                if not st.matches(triple) or not window.admits(event.time, tau):
+            for st in self._by_stream.get(event.stream, ()):
+                if not st.matches(triple):
                     continue
-                seq = next(seqs)
+                seq, expired = self.windows[st.id].offer(event.time, tau, event.arrival, seqs)
+                if seq is None:  # already out of the window at the query's clock
+                    continue
                 self.evaluator.on_insert(st.id, triple, event.time, seq)
-                for gone in window.insert(event.time, seq, event.arrival):
+                for gone in expired:
                     self.evaluator.on_expire(st.id, gone)
         if self.schedule is None:
             self._evaluate(tau, tick=event.arrival)
@@ -310,6 +324,13 @@ class ContinuousQuery:
                 except Exception as error:  # one failing subscriber must not starve the others
                     failure = failure or error
         return failure
+
+
+def declared_windows(algebra: n.AlgebraQuery) -> list[tuple[IRI, WindowConfig]]:
+    """The (stream, window) of each ``FROM STREAM`` / ``FROM NAMED WINDOW`` clause of the query."""
+    return [
+        (d.stream, d.window) for d in algebra.datasets if isinstance(d, (ast.StreamDataset, ast.NamedWindow))
+    ]
 
 
 def _projection(algebra: n.AlgebraQuery) -> tuple[str, ...]:
@@ -366,6 +387,11 @@ class Engine:
         self._numbers = itertools.count(1)
         self._static_changed = False
         self._registering: set[str] = set()  # names taken by registrations building their caches
+        self._observers: list[Callable[[ContinuousQuery, bool], None]] = []
+        self.shared_windows = SharedWindows()
+        # Bumped at every event dispatched and every advance: queries registered at one epoch
+        # start from the same window history and may share window states (runtime.sharing).
+        self._epoch = 0
         self._unsubscribe_store = self.store.subscribe(self._on_static_change) if self.store is not None else None
 
     @property
@@ -386,28 +412,9 @@ class Engine:
         keyword, else ISTREAM. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query
         the engine cannot run, ``ValueError`` for a bad argument or a name already in use.
         """
-        if mode not in MODES:
-            msg = f"mode must be one of {', '.join(MODES)}, not {mode!r}"
-            raise ValueError(msg)
-        parsed = parse_query(text)
-        algebra = optimize(to_algebra(parsed))
-        if algebra.form not in ("SELECT", "CONSTRUCT", "ASK"):
-            msg = (
-                f"a continuous query must be a SELECT, a CONSTRUCT or an ASK, not {algebra.form}: "
-                "run it once on the static store"
-            )
-            raise PlanError(msg)
-        register = algebra.register
-        r2s = (r2s or (register.kind if register is not None and register.kind in R2S_KINDS else "ISTREAM")).upper()
-        if r2s not in R2S_KINDS:
-            msg = f"r2s must be one of {', '.join(R2S_KINDS)}, not {r2s!r}"
-            raise ValueError(msg)
-        patterns = stream_triples(algebra)
-        if not patterns:
-            msg = "a continuous query reads at least one stream (STREAM, FROM STREAM or WINDOW): run it once on the static store"
-            raise PlanError(msg)
+        algebra, r2s, patterns = self._plan(text, r2s, mode)
         with self._lock:
-            name = self._name(name, register)
+            name = self._name(name, algebra.register)
             evaluator = self._evaluator(mode, algebra, patterns, name)
             self._registering.add(name)
         # The initial caches are built outside the lock so that a slow cache engine does not hold
@@ -427,10 +434,45 @@ class Engine:
             if states:
                 evaluator.install_caches([(state.operator, build.rows) for state, build in zip(states, builds)])
                 evaluator.describe_cache = lambda node: self.caches.describe(name, node.id)
-            query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms)
+            windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
+            query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms, windows)
             self.queries[name] = query
             self.caches.install(name, algebra, states, version)
+            for observer in list(self._observers):
+                observer(query, True)
         return query
+
+    def check(self, text: str, r2s: str | None = None, mode: str = "incremental") -> None:
+        """Raises what ``register`` would for ``text``, ``r2s`` and ``mode`` (bad text, a plan the
+        engine cannot run, a bad argument) without registering anything or building a cache."""
+        algebra, _, patterns = self._plan(text, r2s, mode)
+        with self._lock:  # a plan takes references in the shared term dictionary
+            close = getattr(self._evaluator(mode, algebra, patterns, "check"), "close", None)
+            if close is not None:
+                close()
+
+    def _plan(self, text: str, r2s: str | None, mode: str) -> tuple[n.AlgebraQuery, str, list[StreamTriple]]:
+        if mode not in MODES:
+            msg = f"mode must be one of {', '.join(MODES)}, not {mode!r}"
+            raise ValueError(msg)
+        parsed = parse_query(text)
+        algebra = optimize(to_algebra(parsed))
+        if algebra.form not in ("SELECT", "CONSTRUCT", "ASK"):
+            msg = (
+                f"a continuous query must be a SELECT, a CONSTRUCT or an ASK, not {algebra.form}: "
+                "run it once on the static store"
+            )
+            raise PlanError(msg)
+        register = algebra.register
+        r2s = (r2s or (register.kind if register is not None and register.kind in R2S_KINDS else "ISTREAM")).upper()
+        if r2s not in R2S_KINDS:
+            msg = f"r2s must be one of {', '.join(R2S_KINDS)}, not {r2s!r}"
+            raise ValueError(msg)
+        patterns = stream_triples(algebra)
+        if not patterns and not declared_windows(algebra):
+            msg = "a continuous query reads at least one stream (STREAM, FROM STREAM or WINDOW): run it once on the static store"
+            raise PlanError(msg)
+        return algebra, r2s, patterns
 
     def unregister(self, name: str) -> None:
         """Stops the query ``name`` (``UnknownQueryError`` if there is none)."""
@@ -439,9 +481,29 @@ class Engine:
             if query is None:
                 raise UnknownQueryError(f"no continuous query is registered as {name!r}")
             self.caches.forget(name)
+            for window in query.windows:
+                window.close()
             close = getattr(query.evaluator, "close", None)
             if close is not None:
                 close()
+            for observer in list(self._observers):
+                observer(query, False)
+
+    def observe(self, observer: Callable[[ContinuousQuery, bool], None]) -> Callable[[], None]:
+        """Calls ``observer(query, True)`` for every query registered now and whenever one is
+        registered, ``observer(query, False)`` when one is unregistered; always under the engine's
+        lock, so a subscription made then sees every emission of the query. The observer must not
+        wait. Returns a function to stop observing."""
+        with self._lock:
+            for query in list(self.queries.values()):
+                observer(query, True)
+            self._observers.append(observer)
+
+        def stop() -> None:
+            if observer in self._observers:
+                self._observers.remove(observer)
+
+        return stop
 
     def push(self, stream: object, triples: object, time: object = None) -> None:
         """One event on ``stream``: ``triples`` as N-Triples/Turtle text, pyoxigraph or rdflib
@@ -450,14 +512,61 @@ class Engine:
         Raises ``RdfSyntaxError`` (bad text), ``LateEventError`` (older than the watermark);
         either way nothing was applied.
         """
+        self.push_batch(stream, [(triples, time)])
+
+    def push_batch(self, stream: object, events: Sequence[tuple[object, object]]) -> int:
+        """Events ``(triples, time)`` on ``stream``, as ``push`` takes them, applied in order, all
+        or none: every event is converted and the lateness of the whole batch checked before the
+        first is applied. Events without a time get one arrival time. Returns the stream's latest
+        timestamp after the batch.
+
+        Raises ``RdfSyntaxError``/``ValueError``/``TypeError`` (a bad event) or ``LateEventError``
+        (``index``: the first late event; every late one is counted); nothing was applied.
+        """
         iri = _stream_iri(stream)
-        data = to_triples(triples)
+        converted = [(to_triples(data), None if time is None else to_millis(time)) for data, time in events]
         with self._lock:
-            millis = self.clock() if time is None else to_millis(time)
+            now = self.clock()
             self._apply_static_change()
-            for event in self.streams.push(iri, data, millis):
+            batch = [(data, now if millis is None else millis) for data, millis in converted]
+            for event in self.streams.push_batch(iri, batch, now):
                 self._dispatch(event)
+            latest = self.streams.clocks[iri].latest
             self._deliver()
+        return latest
+
+    def reject_malformed(self, stream: object) -> None:
+        """Counts a push to ``stream`` rejected before it reached the engine because its body or a
+        timestamp did not parse (the HTTP layer parses bodies itself, to name the bad line)."""
+        with self._lock:
+            self.streams.clock(_stream_iri(stream)).malformed_pushes += 1
+
+    def stream_stats(self, stream: object | None = None) -> list[dict]:
+        """One dict per stream seen, in IRI order (only ``stream``'s, when given and seen):
+        ``stream``, ``events`` (accepted), ``late`` (events rejected as late), ``malformed`` (pushes
+        rejected as malformed), ``last_minute`` (events accepted in the last minute of the arrival
+        clock), ``latest`` and ``watermark`` (ms, None before the first event) and ``buffered``
+        (accepted, waiting for the watermark)."""
+        with self._lock:
+            now = self.clock()
+            if stream is None:
+                clocks = sorted(self.streams.clocks.items())
+            else:
+                iri = _stream_iri(stream)
+                clocks = [(iri, self.streams.clocks[iri])] if iri in self.streams.clocks else []
+            return [
+                {
+                    "stream": iri,
+                    "events": clock.accepted_events,
+                    "late": clock.late_events,
+                    "malformed": clock.malformed_pushes,
+                    "last_minute": clock.arrivals.count(now),
+                    "latest": clock.latest,
+                    "watermark": clock.watermark,
+                    "buffered": clock.buffered,
+                }
+                for iri, clock in clocks
+            ]
 
     def advance(self, time: object) -> None:
         """Moves the clock to ``time``: releases buffered events the watermark now passes, evaluates
@@ -467,9 +576,20 @@ class Engine:
             self._apply_static_change()
             for event in self.streams.advance(millis):
                 self._dispatch(event)
+            self._epoch += 1
             for query in list(self.queries.values()):
+                started = _time.perf_counter()
                 query._on_advance(millis)
+                query.latency.observe(_time.perf_counter() - started)
             self._deliver()
+
+    def explain(self, name: str) -> str:
+        """``ContinuousQuery.explain`` of ``name``, between two events (it reads live operator state)."""
+        with self._lock:
+            query = self.queries.get(name)
+            if query is None:
+                raise UnknownQueryError(f"no continuous query is registered as {name!r}")
+            return query.explain()
 
     def late_events(self, stream: object) -> int:
         """How many events of ``stream`` were rejected as late."""
@@ -504,9 +624,12 @@ class Engine:
     # ------------------------------------------------------------------ internals
 
     def _dispatch(self, event: Event) -> None:
+        self._epoch += 1
         for query in list(self.queries.values()):
             if event.stream in query.streams:
+                started = _time.perf_counter()
                 query._on_event(event, self._seqs)
+                query.latency.observe(_time.perf_counter() - started)
 
     def _deliver(self) -> None:
         failure = None

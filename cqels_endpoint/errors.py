@@ -168,12 +168,17 @@ class LateEventError(CqelsError):
     The event was rejected whole and counted (``Engine.late_events(stream)``); nothing was applied.
     Push it with a timestamp at or after ``watermark``, or build the engine with a larger
     ``lateness_ms`` so that out-of-order events are buffered and reordered.
+
+    In a batch (``Engine.push_batch``) ``index`` is the 0-based position of the first late event
+    and ``late_in_batch`` how many of its events were late (all counted); the batch was rejected whole.
     """
 
-    def __init__(self, stream: str, time: int, watermark: int):
+    def __init__(self, stream: str, time: int, watermark: int, *, index: int = 0, late_in_batch: int = 1):
         self.stream = stream
         self.time = time
         self.watermark = watermark
+        self.index = index
+        self.late_in_batch = late_in_batch
         msg = (
             f"event at {time} ms on stream <{stream}> is late: the stream's watermark is {watermark} ms; "
             "push it with a later timestamp or raise the engine's lateness_ms"

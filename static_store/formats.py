@@ -127,6 +127,11 @@ def _lookup(by_type: dict[str, T], media_type: str, kind: str, offered: tuple[st
     return found
 
 
+def is_dataset_format(media_type: str) -> bool:
+    """Whether ``media_type`` is a syntax that names graphs (N-Quads, TriG)."""
+    return rdf_format(media_type) in _DATASET_FORMATS
+
+
 def serialize_graph(quads: Iterable[ox.Quad], syntax: ox.RdfFormat) -> bytes:
     """The quads of one graph in ``syntax``: N-Quads/TriG keep the graph name, the others cannot."""
     if syntax in _DATASET_FORMATS:

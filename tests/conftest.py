@@ -63,10 +63,11 @@ class LiveEndpoint:
     The helpers never raise for an HTTP error status; they return it, so tests assert on it.
     """
 
-    def __init__(self, base_url: str, store: StaticStore, config: ServerConfig):
+    def __init__(self, base_url: str, store: StaticStore, config: ServerConfig, app=None):
         self.base_url = base_url
         self.store = store
         self.config = config
+        self.app = app  # the Flask app served: tests reach its engine with http.context.endpoint(app)
         # No proxies: a proxy from the environment must not sit between the tests and 127.0.0.1.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -172,8 +173,9 @@ class _Running:
         from static_store import StaticStore
 
         self.store = StaticStore()  # in memory
-        base_url, self._stop = serve_in_thread(create_app(self.store, config), config.host, 0)
-        self.endpoint = LiveEndpoint(base_url.rstrip("/"), self.store, config)
+        app = create_app(self.store, config)
+        base_url, self._stop = serve_in_thread(app, config.host, 0, config.threads)
+        self.endpoint = LiveEndpoint(base_url.rstrip("/"), self.store, config, app)
 
     def stop(self) -> None:
         try:

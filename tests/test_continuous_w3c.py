@@ -101,7 +101,7 @@ def test_continuous_query_evaluation(test: W3CTest) -> None:
     try:
         continuous = engine.register(text, r2s="RSTREAM", mode="incremental")
     except PlanError as error:
-        pytest.skip(f"not an incremental query in this issue: {error}")
+        pytest.skip(f"not an incremental query: {error}")
     except QuerySyntaxError as error:
         # The original query parsed: the stream version uses what windows cannot answer (paths).
         pytest.skip(f"not a continuous query once it reads a stream: {error.msg}")

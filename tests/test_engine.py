@@ -426,3 +426,27 @@ def test_periodic_query_with_origin_closes_on_advance_alone():
     engine.push(S, nt("ann", "hall"), time=113)
     engine.advance(115)
     assert [(e.time, names(e.rows)) for e in emissions][2:] == [(115, ["ann"])]
+
+
+def test_a_declared_stream_drives_a_query_whose_patterns_are_all_static():
+    """``FROM STREAM`` makes a query continuous even when its patterns only read named static
+    graphs: it reports on that stream's events (at its windows' closes when they slide), in both
+    modes alike, and ignores other streams."""
+    store = StaticStore()
+    store.update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}a> <{EX}p> 1 }} }}")
+    engine = Engine(store=store)
+    eager = f"SELECT * FROM STREAM <{S}> [RANGE 10s] FROM NAMED <{EX}g> WHERE {{ GRAPH ?g {{ ?x ?p ?o }} }}"
+    periodic = eager.replace("[RANGE 10s]", "[RANGE 10s SLIDE 5s]")
+    logs = {}
+    for name, text in (("eager", eager), ("periodic", periodic)):
+        for mode in ("incremental", "recompute"):
+            logs[name, mode] = collect(engine.register(text, name=f"{name}-{mode}", r2s="RSTREAM", mode=mode))
+    engine.push(f"{EX}other", nt("bob", "hall"), time=500)
+    engine.push(S, nt("bob", "hall"), time=1000)
+    engine.push(S, nt("bob", "hall"), time=7000)
+    times = {key: [e.time for e in log] for key, log in logs.items()}
+    assert times["eager", "incremental"] == times["eager", "recompute"] == [1000, 7000]
+    assert times["periodic", "incremental"] == times["periodic", "recompute"] == [6000]
+    rows = [(row["x"].value, row["g"].value) for row in logs["eager", "incremental"][0].rows]
+    assert rows == [(f"{EX}a", f"{EX}g")]
+    assert logs["eager", "incremental"][-1].rows == logs["eager", "recompute"][-1].rows

@@ -73,6 +73,12 @@ def parse_exposition(text: str) -> dict[str, dict]:
         else:
             name, labels, value = _sample(line, number)
             family = families.get(name)
+            if family is None:  # a histogram's samples carry a suffix on the family's name
+                base, _, suffix = name.rpartition("_")
+                family = families.get(base) if suffix in ("bucket", "sum", "count") else None
+                if family is not None and family["type"] != "histogram":
+                    family = None
+                labels = labels | {"__sample__": suffix}
             if family is None or family["type"] is None:
                 raise ExpositionError(f"line {number}: sample of {name} without a TYPE line before it")
             key = frozenset(labels.items())

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
@@ -173,6 +174,24 @@ def test_post_to_the_store_creates_a_graph_and_says_where(endpoint: LiveEndpoint
     assert triples(endpoint.get("/store", params={"graph": location})) == {(f"{EX}s", f"{EX}p", "1")}
     direct = endpoint.get(urllib.parse.urlsplit(location).path)  # direct identification of the same graph
     assert triples(direct) == {(f"{EX}s", f"{EX}p", "1")}
+
+
+@pytest.mark.parametrize("content_type", ["application/trig", "application/n-quads"])
+def test_post_of_a_dataset_to_the_store_adds_its_quads_under_their_graph_names(endpoint: LiveEndpoint, content_type) -> None:
+    # The demo's floor plan, a TriG file, must load in one curl call (README session).
+    path = Path(__file__).resolve().parents[1] / "examples" / "data" / "floorplan.trig"
+    data = path.read_bytes()
+    if content_type == "application/n-quads":
+        data = ox.serialize(ox.parse(data, ox.RdfFormat.TRIG), format=ox.RdfFormat.N_QUADS)
+    response = endpoint.post("/store", body=data, headers={"Content-Type": content_type})
+    assert response.status == 204, response.text
+    expected = ox.Store()
+    expected.load(path=str(path), format=ox.RdfFormat.TRIG)
+    assert set(endpoint.store) == set(expected)
+    bad = b"<http://example.org/g> { <http://example.org/s> <http://example.org/p> . }\n"
+    before = len(endpoint.store)
+    endpoint.post("/store", body=bad, headers={"Content-Type": "application/trig"}).error(400)
+    assert len(endpoint.store) == before
 
 
 def test_direct_identification_names_the_graph_by_its_url(endpoint: LiveEndpoint) -> None:

@@ -70,6 +70,16 @@ def test_an_unsupported_construct_is_evaluated_on_the_driver_and_noted(engine) -
     assert notes == ("evaluated by pyoxigraph on the driver: property path",)
 
 
+def test_inline_data_alone_is_evaluated_on_the_driver(engine) -> None:
+    # The VALUES row of an instance of a stored query: no graph to scan, no job to start.
+    query, (cache,) = caches(
+        f"PREFIX : <{EX}> SELECT * WHERE {{ VALUES ?x {{ :a :b }} STREAM <{EX}s> [RANGE 1s] {{ ?x :q ?y }} }}"
+    )
+    build = assert_same(engine, query, cache, ox.Store())
+    assert build.notes == ("evaluated by pyoxigraph on the driver: no triple pattern to distribute",)
+    assert len(build.rows) == 2
+
+
 # --------------------------------------------------------------------------- random sub-patterns
 
 # Dense on purpose: few IRIs, two predicates and up to 30 quads, so that most random joins meet,

@@ -27,6 +27,7 @@ from cqels_endpoint.errors import (
     UnsupportedMediaType,
     UpdateError,
 )
+from processes import children
 from static_store import GRAPH_MEDIA_TYPES, RESULTS_FORMATS, RESULTS_MEDIA_TYPES, StaticStore
 from static_store.formats import RDF_FORMATS
 from static_store.timeout import evaluate_in_child
@@ -47,20 +48,6 @@ def store():
     with StaticStore() as store:
         store.update(DATA)
         yield store
-
-
-def children() -> list[int]:
-    """Processes (zombies included) whose parent is this one."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue  # gone meanwhile
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
-                found.append(int(entry.name))
-    return found
 
 
 # --------------------------------------------------------------------------- query results
@@ -207,25 +194,24 @@ def big_store():
 
 
 def test_timeout_really_stops_the_query(big_store):
-    assert children() == []
+    before = children()
     started = time.monotonic()
     with pytest.raises(QueryTimeoutError):
         big_store.query(EXPENSIVE, timeout=1)
     elapsed = time.monotonic() - started
     assert 1 <= elapsed < 3
-    assert children() == []  # killed and reaped: no process, no zombie
+    assert children() == before  # killed and reaped: no process, no zombie
 
 
 ORPHANED_PARENT = f"""
-import os, threading, time
-from pathlib import Path
+import os, sys, threading, time
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from processes import children
 from static_store import StaticStore
 
 def die():
     time.sleep(0.5)
-    mine = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and
-            int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid()]
-    print(" ".join(mine), flush=True)
+    print(" ".join(map(str, children())), flush=True)
     os.kill(os.getpid(), 9)
 
 store = StaticStore()
@@ -262,6 +248,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_timeout_result_equals_in_process_result(store):
+    before = children()
     text = f"SELECT ?s ?name WHERE {{ ?s <{EX}name> ?name }} ORDER BY ?name"
     forked = store.query(text, timeout=10)
     local = store.query(text)
@@ -270,7 +257,7 @@ def test_timeout_result_equals_in_process_result(store):
     assert store.query("ASK { ?s ?p ?o }", timeout=10).boolean is True
     graph = f"CONSTRUCT WHERE {{ ?s <{EX}name> ?n }}"
     assert set(store.query(graph, timeout=10)) == set(store.query(graph))
-    assert children() == []
+    assert children() == before
 
 
 def test_timeout_on_disk_store(tmp_path):
@@ -284,6 +271,7 @@ def test_timeout_on_disk_store(tmp_path):
 def test_a_child_deadlocked_on_an_inherited_lock_is_forked_again():
     # A lock another thread holds at fork time stays held forever in the child (as a RocksDB
     # background thread's mutex would): the child is replaced until the lock is free at fork time.
+    before = children()
     held = threading.Lock()
     held.acquire()
     threading.Timer(0.3, held.release).start()
@@ -295,7 +283,7 @@ def test_a_child_deadlocked_on_an_inherited_lock_is_forked_again():
     started = time.monotonic()
     assert evaluate_in_child(evaluate, 5, threading.RLock()) == b"evaluated"
     assert time.monotonic() - started < 2
-    assert children() == []
+    assert children() == before
 
 
 def test_zero_timeout_means_none(store):

@@ -141,13 +141,13 @@ def _strict(expr: n.Expression) -> frozenset[Var]:
             return _strict(left) | _strict(right)
         case ast.UnaryOp(_, operand):
             return _strict(operand)
-        case ast.In(inner, _values, _negated):
+        case ast.In(expr=inner):
             return _strict(inner)
-        case ast.BuiltinCall("IF", (condition, *_branches)):
+        case ast.BuiltinCall("IF", (condition, *_)):
             return _strict(condition)
         case ast.BuiltinCall(name, args) if name not in _ERROR_TOLERANT:
             return frozenset().union(*(_strict(arg) for arg in args))
-        case ast.FunctionCall(_iri, args):
+        case ast.FunctionCall(args=args):
             return frozenset().union(*(_strict(arg) for arg in args))
     return frozenset()
 

@@ -12,6 +12,12 @@ next evaluation. A failed build leaves the old caches in place, is counted and l
 ``cqels_endpoint.caches``) and retried with exponential backoff up to ``max_backoff_ms``; a new
 change event reschedules it after the debounce instead.
 
+Identical caches are built once: a cache is identified by its SELECT (``StaticCache.sparql``, which
+carries the query's FROM/FROM NAMED) and schema, and a build made from store version ``v`` serves
+every cache with that identity needed while the store is still at ``v`` — the instances of one
+stored template, registered together or rebuilt after one change, cost one build, not one each.
+``build_counts()`` says how many builds ran and how many were served from another's.
+
 Locks: the manager's own lock is never held while building or swapping, and the engine takes it
 only after its own lock, so the order is always engine lock → manager lock. Change events arrive
 with the store's lock held and take only the manager's lock.
@@ -143,6 +149,9 @@ class CacheRebuilder:
         self._cond = threading.Condition(threading.Lock())
         self._worker: threading.Thread | None = None
         self._closed = False
+        # (sparql, schema) -> (store version it was built from, the build, its duration in ms)
+        self._builds: dict[tuple, tuple[int, CacheBuild, float]] = {}
+        self._counts = {"builds": 0, "reused": 0}
 
     # ------------------------------------------------------------------ registration (engine side)
 
@@ -155,13 +164,37 @@ class CacheRebuilder:
         states, builds = [], []
         for node, operator in caches:
             state = CacheState(name, node, operator, graphs_read(node.pattern, algebra))
-            started = time.perf_counter()
-            build = self.engine.build(node, algebra, self.store)
-            _check(node, build)
-            state.record(build, version, (time.perf_counter() - started) * 1000)
+            build, duration = self._build(node, algebra, version)
+            state.record(build, version, duration)
             states.append(state)
             builds.append(build)
         return states, builds, version
+
+    def _build(self, node: StaticCache, algebra: n.AlgebraQuery, version: int) -> tuple[CacheBuild, float]:
+        """The rows of ``node`` at store ``version`` (read before calling): another cache's build
+        of the same SELECT at that version, else a new one. Not under the lock while building."""
+        key = (node.sparql, node.schema)
+        with self._cond:
+            built = self._builds.get(key)
+            if built is not None and built[0] == version:
+                self._counts["reused"] += 1
+                return built[1], built[2]
+        started = time.perf_counter()
+        build = self.engine.build(node, algebra, self.store)
+        _check(node, build)
+        duration = (time.perf_counter() - started) * 1000
+        with self._cond:
+            self._counts["builds"] += 1
+            previous = self._builds.get(key)
+            if previous is None or previous[0] <= version:
+                self._builds[key] = (version, build, duration)
+        return build, duration
+
+    def build_counts(self) -> dict[str, int]:
+        """``builds``: caches computed by the cache engine; ``reused``: caches served by an
+        identical cache's build at the same store version instead."""
+        with self._cond:
+            return dict(self._counts)
 
     def install(self, name: str, algebra: n.AlgebraQuery, states: list[CacheState], version: int) -> None:
         """Starts following the store for the caches of ``name`` (built from ``version``)."""
@@ -181,6 +214,12 @@ class CacheRebuilder:
             group = self._queries.pop(name, None)
             if group is not None:
                 group.removed = True
+                # A build nobody registered needs any more is memory held for nothing.
+                used = {(state.node.sparql, state.node.schema) for g in self._queries.values() for state in g.caches}
+                for state in group.caches:
+                    key = (state.node.sparql, state.node.schema)
+                    if key not in used:
+                        self._builds.pop(key, None)
                 self._cond.notify_all()
 
     # ------------------------------------------------------------------ change events
@@ -278,10 +317,8 @@ class CacheRebuilder:
         results: list[tuple[CacheState, CacheBuild, float]] = []
         try:
             for state in todo:
-                started = time.perf_counter()
-                build = self.engine.build(state.node, group.algebra, self.store)
-                _check(state.node, build)
-                results.append((state, build, (time.perf_counter() - started) * 1000))
+                build, duration = self._build(state.node, group.algebra, version)
+                results.append((state, build, duration))
             swapped = self._swap(group.name, [(state, build) for state, build, _ in results])
         except Exception as error:  # any engine failure: keep the old caches and retry
             self._failed(group, todo, error)

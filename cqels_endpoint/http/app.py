@@ -6,6 +6,9 @@ one continuous engine.
 | ``/query``, ``/sparql`` | GET, POST | ``query.py`` — SPARQL 1.1 Protocol query |
 | ``/update`` | POST | ``update.py`` — SPARQL 1.1 Protocol update |
 | ``/store``, ``/store/…`` | GET HEAD PUT POST DELETE | ``graph_store.py`` — Graph Store Protocol |
+| ``/streams/{name}``, ``/streams`` | POST, GET | ``streams.py`` — push events, list streams |
+| ``/queries/{name}/results`` | GET | ``results.py`` — emissions as Server-Sent Events or NDJSON |
+| ``/queries``, ``/queries/{name}``, ``/queries/{name}/instances`` | GET PUT DELETE POST | ``queries.py`` — stored queries, parameters, instances |
 | ``/health`` | GET | here |
 | ``/metrics`` | GET | ``metrics.py`` — Prometheus text exposition |
 
@@ -18,7 +21,7 @@ from flask import Flask, Response, jsonify
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
-from cqels_endpoint.http import graph_store, metrics, query, update
+from cqels_endpoint.http import graph_store, metrics, queries, query, results, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
 from static_store import StaticStore
@@ -45,7 +48,12 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
     app.register_blueprint(update.blueprint)
     app.register_blueprint(graph_store.blueprint)
     app.register_blueprint(metrics.blueprint)
+    app.register_blueprint(streams.blueprint)
+    app.register_blueprint(results.blueprint)
+    app.register_blueprint(queries.blueprint)
     app.add_url_rule("/health", "health", _health, methods=["GET"])
+    # The stored queries start again now, before the app serves its first event.
+    queries.install(app, endpoint(app).engine, None if config.memory else config.data_dir / queries.FILE_NAME)
     return app
 
 
@@ -53,14 +61,17 @@ def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -
     if engine is not None:
         return Endpoint(store, config, engine, owns_engine=False)
     if config.cache_engine == "local":
-        return Endpoint(store, config, Engine(store, cache_engine="local", rebuild_debounce_ms=config.rebuild_debounce_ms))
+        engine = Engine(store, config.lateness_ms, cache_engine="local", rebuild_debounce_ms=config.rebuild_debounce_ms)
+        return Endpoint(store, config, engine)
     # Built here rather than by caches.engines.cache_engine, which starts the session at once: the
     # session starts when the server does (Endpoint.start), not whenever an app object is made.
     from cqels_endpoint.spark.job import SparkCacheEngine
     from cqels_endpoint.spark.session import SparkSessionHolder
 
     spark = SparkSessionHolder(master=config.spark_master)
-    engine = Engine(store, cache_engine=SparkCacheEngine(spark), rebuild_debounce_ms=config.rebuild_debounce_ms)
+    engine = Engine(
+        store, config.lateness_ms, cache_engine=SparkCacheEngine(spark), rebuild_debounce_ms=config.rebuild_debounce_ms
+    )
     return Endpoint(store, config, engine, spark=spark)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from flask import Flask, current_app
 
 from cqels_endpoint.config import ServerConfig
+from cqels_endpoint.http.subscriptions import Subscriptions
 from static_store import StaticStore
 
 if TYPE_CHECKING:
@@ -27,6 +28,12 @@ class Endpoint:
     engine: Engine
     spark: SparkSessionHolder | None = None
     owns_engine: bool = True
+    subscriptions: Subscriptions = field(init=False)  # the clients of GET /queries/{name}/results
+
+    def __post_init__(self) -> None:
+        config = self.config
+        subscriptions = Subscriptions(self.engine, replay=config.replay_buffer, queue=config.subscriber_queue)
+        object.__setattr__(self, "subscriptions", subscriptions)
 
     def start(self) -> None:
         """Begin starting the SparkSession in the background, so the first cache build does not
@@ -35,7 +42,9 @@ class Endpoint:
             self.spark.start()
 
     def close(self) -> None:
-        """Close the engine the app built and stop its SparkSession; the store stays open (its owner closes it)."""
+        """End the results streams, close the engine the app built and stop its SparkSession; the
+        store stays open (its owner closes it)."""
+        self.subscriptions.close()
         if self.owns_engine:
             self.engine.close()
         if self.spark is not None:

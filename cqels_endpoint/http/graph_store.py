@@ -6,7 +6,9 @@ directly: ``/store/any/path`` *is* the graph whose IRI is that request URL. Verb
 - GET / HEAD: 200 with the graph in the negotiated RDF format; 404 for a missing named graph.
 - PUT: replace; 201 Created for a new graph, 204 when it replaced one.
 - POST: merge; 201 for a new graph, 204 when it added to one. POST to ``/store`` itself creates
-  a new graph under ``/store/`` and answers 201 with its IRI in ``Location`` (GSP §5.5).
+  a new graph under ``/store/`` and answers 201 with its IRI in ``Location`` (GSP §5.5) — except
+  for a TriG or N-Quads body, whose quads are added to the dataset with their own graph names
+  (204), as Oxigraph server does: a dataset has no single graph to create.
   A ``multipart/form-data`` body merges every file part, all in one write.
 - DELETE: 204; 404 for a missing named graph. ``?default`` empties the default graph.
 
@@ -28,6 +30,7 @@ from cqels_endpoint.http.errors import bad_request, not_found
 from cqels_endpoint.http.negotiation import negotiated
 from cqels_endpoint.http.params import check_utf8_charset, resolve_iri, single, url_params
 from static_store import GRAPH_FORMATS, RDF_INPUT_MEDIA_TYPES, StaticStore
+from static_store.formats import is_dataset_format
 
 blueprint = Blueprint("graph_store", __name__)
 
@@ -108,6 +111,10 @@ def _write(target: _Target | None, *, replace: bool) -> Response:
     if target is None:
         if replace:
             _require(target)
+        if request.mimetype != MULTIPART and is_dataset_format(request.mimetype):
+            data, media_type = _body()
+            store.load(data, media_type=media_type, base_iri=request.base_url)
+            return Response(status=204)
         # GSP §5.5: POST to the graph store creates a new graph, named under the store's URL.
         location = f"{request.host_url.rstrip('/')}{STORE_PATH}/{uuid.uuid4().hex}"
         target = _Target(location, named=True)

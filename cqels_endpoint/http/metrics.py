@@ -29,12 +29,14 @@ Labels = dict[str, str]
 
 @dataclass(frozen=True)
 class Family:
-    """One metric family: ``kind`` is ``gauge`` or ``counter`` (a counter's name ends in ``_total``)."""
+    """One metric family: ``kind`` is ``gauge``, ``counter`` (a counter's name ends in ``_total``) or
+    ``histogram``, whose samples are ``(suffix, labels, value)`` — ``_bucket`` with an ``le`` label,
+    ``_sum``, ``_count`` — where the others' are ``(labels, value)``."""
 
     name: str
     kind: str
     help: str
-    samples: list[tuple[Labels, float]] = field(default_factory=list)
+    samples: list[tuple[Labels, float]] | list[tuple[str, Labels, float]] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- the groups
@@ -85,7 +87,74 @@ def cache_families(context: Endpoint) -> list[Family]:
     return families
 
 
-GROUPS: tuple[Callable[[Endpoint], list[Family]], ...] = (store_families, cache_families)
+def stream_families(context: Endpoint) -> list[Family]:
+    """Per stream IRI: events accepted, rejections by reason, latest timestamp and watermark."""
+    stats = context.engine.stream_stats()
+    rejected = [({"stream": s["stream"], "reason": "late"}, s["late"]) for s in stats]
+    rejected += [({"stream": s["stream"], "reason": "malformed"}, s["malformed"]) for s in stats]
+    return [
+        Family("cqels_stream_events_ingested_total", "counter", "Events accepted on the stream.",
+               [({"stream": s["stream"]}, s["events"]) for s in stats]),
+        Family("cqels_stream_events_rejected_total", "counter",
+               "Rejections on the stream: reason=late counts late events, reason=malformed pushes whose body or "
+               "timestamps did not parse (each rejected whole).", rejected),
+        Family("cqels_stream_latest_timestamp_seconds", "gauge", "Latest event timestamp of the stream.",
+               [({"stream": s["stream"]}, s["latest"] / 1000) for s in stats if s["latest"] is not None]),
+        Family("cqels_stream_watermark_seconds", "gauge",
+               "Watermark of the stream (latest timestamp - lateness): older events are rejected.",
+               [({"stream": s["stream"]}, s["watermark"] / 1000) for s in stats if s["watermark"] is not None]),
+    ]
+
+
+def subscriber_families(context: Endpoint) -> list[Family]:
+    """Clients of ``/queries/{name}/results`` per query, and the streams the server ended, by reason
+    (``slow``: the client's queue was full; ``unregistered``: the query went away; ``shutdown``)."""
+    subscribers, disconnects = context.subscriptions.stats()
+    return [
+        Family("cqels_query_subscribers", "gauge", "Open results streams of the query.",
+               [({"query": name}, count) for name, count in sorted(subscribers.items())]),
+        Family("cqels_query_subscriber_disconnects_total", "counter",
+               "Results streams of the query the server ended, by reason.",
+               [({"query": name, "reason": reason}, count) for (name, reason), count in sorted(disconnects.items())]),
+    ]
+
+
+def query_families(context: Endpoint) -> list[Family]:
+    """Per registered continuous query (stored queries and their instances alike): evaluations,
+    emissions and the latency of each event (and advance) it handled; the window states and static
+    cache builds its instances share."""
+    engine = context.engine
+    running = sorted(list(engine.queries.values()), key=lambda q: q.name)
+    latency = []
+    for query in running:
+        labels = {"query": query.name}
+        histogram = query.latency
+        for bound, count in histogram.cumulative():
+            latency.append(("_bucket", labels | {"le": "+Inf" if math.isinf(bound) else repr(bound)}, count))
+        latency.append(("_sum", labels, histogram.sum))
+        latency.append(("_count", labels, histogram.count))
+    sharing = engine.shared_windows.stats()
+    builds = engine.caches.build_counts()
+    return [
+        Family("cqels_query_evaluations_total", "counter", "Evaluations of the continuous query.",
+               [({"query": q.name}, q.evaluations) for q in running]),
+        Family("cqels_query_emissions_total", "counter", "Emissions of the continuous query.",
+               [({"query": q.name}, q.emitted) for q in running]),
+        Family("cqels_query_event_latency_seconds", "histogram",
+               "Time the engine spent on one event (or advance) for the query: windows and evaluation.", latency),
+        Family("cqels_window_states", "gauge",
+               "Window states kept; state=shared counts them once however many queries read them (readers).",
+               [({"state": "shared"}, sharing["windows"]), ({"state": "readers"}, sharing["readers"])]),
+        Family("cqels_cache_builds_total", "counter",
+               "Static cache builds: outcome=built ran the cache engine, outcome=reused served an identical "
+               "cache's build of the same store version.",
+               [({"outcome": "built"}, builds["builds"]), ({"outcome": "reused"}, builds["reused"])]),
+    ]
+
+
+GROUPS: tuple[Callable[[Endpoint], list[Family]], ...] = (
+    store_families, cache_families, stream_families, subscriber_families, query_families,
+)
 
 
 # --------------------------------------------------------------------------- exposition
@@ -104,8 +173,9 @@ def render(families: Iterable[Family]) -> str:
     for family in families:
         lines.append(f"# HELP {family.name} {_escape_help(family.help)}")
         lines.append(f"# TYPE {family.name} {family.kind}")
-        for labels, value in family.samples:
-            lines.append(f"{family.name}{_labels(labels)} {_number(value)}")
+        for sample in family.samples:
+            suffix, labels, value = sample if family.kind == "histogram" else ("", *sample)
+            lines.append(f"{family.name}{suffix}{_labels(labels)} {_number(value)}")
     return "\n".join(lines) + "\n"
 
 

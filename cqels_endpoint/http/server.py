@@ -14,9 +14,39 @@ import signal
 import threading
 from collections.abc import Callable
 
+from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer, create_server
+from waitress.task import WSGITask
+
+from cqels_endpoint.config import DEFAULT_THREADS
 
 _STOP_WAIT_S = 10.0
+
+#: WSGI environ key of a callable that closes the request's connection from any thread. A results
+#: stream whose client stopped reading uses it: waitress's task thread then waits, inside a write,
+#: for the client to take its output and would wait forever; closing the connection wakes it.
+CLOSE_CONNECTION = "cqels.close_connection"
+
+
+class _Task(WSGITask):
+    def get_environment(self) -> dict:
+        environ = super().get_environment()
+        environ[CLOSE_CONNECTION] = self._close_connection
+        return environ
+
+    def _close_connection(self) -> None:
+        channel = self.channel
+
+        def close() -> None:
+            # In the server's loop thread, where its sockets may be closed; a no-op when gone already.
+            if channel.connected:
+                channel.handle_close()
+
+        channel.server.trigger.pull_trigger(close)
+
+
+class _Channel(HTTPChannel):
+    task_class = _Task
 
 
 # waitress's own cap on request bodies (its default). It answers a body over its cap with a plain
@@ -26,13 +56,20 @@ _WAITRESS_BODY_CAP = 1 << 30
 
 
 def _create(app, host: str, port: int, max_body_bytes: int | None, threads: int):
-    return create_server(
+    server = create_server(
         app,
         host=host,
         port=port,
         threads=threads,
         max_request_body_size=max(max_body_bytes or 0, _WAITRESS_BODY_CAP),
+        # Keeps reading a connection while its request runs, so a client that hangs up is noticed
+        # (and ``waitress.client_disconnected`` in the environ says so): an idle results stream
+        # polls it to free its thread without waiting for its next write to fail.
+        channel_request_lookahead=1,
     )
+    for listener in _listeners(server):
+        listener.channel_class = _Channel
+    return server
 
 
 def _socket_map(server) -> dict:
@@ -54,12 +91,15 @@ def _base_url(server) -> str:
     return f"http://{host}:{listener.effective_port}"
 
 
-def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0) -> tuple[str, Callable[[], None]]:
-    """Serve ``app`` from a background thread on ``host:port`` (0: a free port).
+def serve_in_thread(
+    app, host: str = "127.0.0.1", port: int = 0, threads: int = DEFAULT_THREADS
+) -> tuple[str, Callable[[], None]]:
+    """Serve ``app`` from a background thread on ``host:port`` (0: a free port) with ``threads``
+    request threads (each open results stream holds one).
 
     Returns ``(base_url, stop)``; ``stop()`` closes every connection and waits for the thread.
     """
-    server = _create(app, host, port, max_body_bytes=None, threads=4)
+    server = _create(app, host, port, max_body_bytes=None, threads=threads)
     thread = threading.Thread(target=server.run, name=f"waitress {host}:{port}", daemon=True)
     thread.start()
     stopped = threading.Event()
@@ -88,7 +128,7 @@ def serve(
     port: int,
     *,
     max_body_bytes: int | None = None,
-    threads: int = 8,
+    threads: int = DEFAULT_THREADS,
     on_listen: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``app`` in the foreground until SIGINT or SIGTERM, then return after closing.

@@ -4,13 +4,21 @@ Per stream IRI timestamps must not decrease, up to a lateness ``L`` (``Engine(la
 
 - the stream's *watermark* is its latest timestamp − ``L`` (an ``Engine.advance(τ)`` also moves
   every stream's latest timestamp to at least ``τ``);
-- an event older than the watermark raises ``LateEventError`` and is counted; nothing is applied;
+- an event older than the watermark raises ``LateEventError`` and is counted; nothing is applied
+  (for a batch: nothing of it);
 - with ``L = 0`` accepted events are released at once; with ``L > 0`` they wait in a buffer and are
   released in timestamp order once the watermark reaches them, equal timestamps in arrival order,
   so the queries see them as if they had arrived in order, ``L`` later.
 
 Events are released one at a time and each released event is one tick, also when several share a
 timestamp.
+
+A batch (``Streams.push_batch``) is checked whole before any of it is accepted: one late event
+rejects the batch, so a client never has to guess which prefix of it was applied.
+
+Each stream also keeps the statistics of ``GET /streams`` and ``/metrics``: events accepted, events
+rejected as late, pushes rejected as malformed (counted by the HTTP layer, which parses bodies), and
+its arrivals over the last minute (``RATE_WINDOW_MS``) for the ingestion rate.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -28,6 +37,7 @@ from cqels_endpoint.errors import LateEventError, RdfSyntaxError
 
 XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 XSD_DATETIMESTAMP = "http://www.w3.org/2001/XMLSchema#dateTimeStamp"
+RATE_WINDOW_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,40 @@ class Event:
         return self.time, self.arrival
 
 
+class ArrivalRate:
+    """Arrivals over the last ``RATE_WINDOW_MS`` of the arrival clock, in one-second buckets, so
+    the memory it takes does not grow with the rate.
+
+    >>> rate = ArrivalRate()
+    >>> rate.record(1_000, 30); rate.record(30_500, 15)
+    >>> rate.count(60_000), rate.count(62_000), rate.count(100_000)
+    (45, 15, 0)
+    """
+
+    _BUCKET_MS = 1_000
+
+    def __init__(self) -> None:
+        self._buckets: deque[list[int]] = deque()  # [bucket start ms, arrivals], oldest first
+
+    def record(self, now_ms: int, events: int = 1) -> None:
+        start = now_ms - now_ms % self._BUCKET_MS
+        if self._buckets and self._buckets[-1][0] >= start:
+            # The arrival clock never runs backwards for long; a step back joins the newest bucket.
+            self._buckets[-1][1] += events
+        else:
+            self._buckets.append([start, events])
+        self._forget(now_ms)
+
+    def count(self, now_ms: int) -> int:
+        """Arrivals in the minute before ``now_ms`` (whole buckets: up to a second more)."""
+        self._forget(now_ms)
+        return sum(events for _, events in self._buckets)
+
+    def _forget(self, now_ms: int) -> None:
+        while self._buckets and self._buckets[0][0] + self._BUCKET_MS <= now_ms - RATE_WINDOW_MS:
+            self._buckets.popleft()
+
+
 class StreamClock:
     """The clock of one stream: latest timestamp, watermark, lateness buffer and counters."""
 
@@ -51,7 +95,9 @@ class StreamClock:
         self.lateness_ms = lateness_ms
         self.latest: int | None = None
         self.late_events = 0
+        self.malformed_pushes = 0
         self.accepted_events = 0
+        self.arrivals = ArrivalRate()
         self._buffer: list[tuple[int, int, Event]] = []
 
     @property
@@ -64,16 +110,28 @@ class StreamClock:
         """Events accepted but not yet released (always 0 when the lateness is 0)."""
         return len(self._buffer)
 
-    def check(self, time: int) -> None:
-        """Raises (and counts) ``LateEventError`` when an event at ``time`` would be late."""
-        watermark = self.watermark
-        if watermark is not None and time < watermark:
-            self.late_events += 1
-            raise LateEventError(self.iri, time, watermark)
+    def check_batch(self, times: Sequence[int]) -> None:
+        """Raises ``LateEventError`` for the first late event of a batch pushed in this order, as if
+        each earlier one had been accepted; every late one of them is counted."""
+        latest, first, late = self.latest, None, 0
+        for index, time in enumerate(times):
+            watermark = None if latest is None else latest - self.lateness_ms
+            if watermark is not None and time < watermark:
+                late += 1
+                first = first or (index, time, watermark)
+                continue
+            latest = time if latest is None else max(latest, time)
+        if first is not None:
+            self.late_events += late
+            index, time, watermark = first
+            raise LateEventError(self.iri, time, watermark, index=index, late_in_batch=late)
 
-    def accept(self, event: Event) -> list[Event]:
-        """Takes an event that passed ``check``; returns the events it releases, in order."""
+    def accept(self, event: Event, now_ms: int | None = None) -> list[Event]:
+        """Takes an event that passed ``check_batch``, arrived at ``now_ms`` on the arrival clock (for
+        the rate; None: not recorded); returns the events it releases, in order."""
         self.accepted_events += 1
+        if now_ms is not None:
+            self.arrivals.record(now_ms)
         heapq.heappush(self._buffer, (event.time, event.arrival, event))
         self.latest = event.time if self.latest is None else max(self.latest, event.time)
         return self._release()
@@ -111,11 +169,17 @@ class Streams:
             clock.latest = self.floor
         return clock
 
-    def push(self, iri: str, triples: tuple[ox.Triple, ...], time: int) -> list[Event]:
-        """Accepts one event (``LateEventError`` if late); returns the events released, in order."""
+    def push_batch(
+        self, iri: str, events: Sequence[tuple[tuple[ox.Triple, ...], int]], now_ms: int | None = None
+    ) -> list[Event]:
+        """Accepts ``(triples, time)`` events in order, all or none (``LateEventError`` naming the
+        first late one by its ``index``); returns the events released, in order."""
         clock = self.clock(iri)
-        clock.check(time)
-        return clock.accept(Event(iri, time, triples, next(self._arrivals)))
+        clock.check_batch([time for _, time in events])
+        released = []
+        for triples, time in events:
+            released.extend(clock.accept(Event(iri, time, triples, next(self._arrivals)), now_ms))
+        return released
 
     def advance(self, time: int) -> list[Event]:
         """Moves every stream's clock to ``time``; the released events of all streams, in
@@ -167,6 +231,26 @@ def to_millis(time: object) -> int:
         return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
     msg = f"a timestamp must be int milliseconds, a datetime or an xsd:dateTime, not {type(time).__name__}"
     raise TypeError(msg)
+
+
+_XSD_DATETIME_LEXICAL = re.compile(r"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?\Z")
+
+
+def parse_timestamp(text: str) -> int:
+    """A timestamp written by a client (``?time=``, an NDJSON ``"time"``, ``cqels push --time``):
+    integer milliseconds since the epoch or an ``xsd:dateTime`` (no zone: UTC). ``ValueError``
+    otherwise.
+
+    >>> parse_timestamp("1500"), parse_timestamp("1970-01-01T00:00:01.5Z")
+    (1500, 1500)
+    """
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if not _XSD_DATETIME_LEXICAL.match(text):
+        msg = f"{text!r} is neither integer milliseconds nor an xsd:dateTime like 2024-05-01T12:00:00Z"
+        raise ValueError(msg)
+    return to_millis(text)
 
 
 def to_triples(data: object) -> tuple[ox.Triple, ...]:

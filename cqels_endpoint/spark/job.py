@@ -102,7 +102,8 @@ class SparkCacheEngine:
 
 
 def _check_supported(pattern: n.Pattern) -> None:
-    """Raise ``Unsupported`` naming the first construct the translation cannot express exactly."""
+    """Raise ``Unsupported`` naming the first construct the translation cannot express exactly,
+    or why the sub-pattern is not worth a Spark job."""
     for node in walk(pattern):
         match node:
             case n.Path():
@@ -123,6 +124,10 @@ def _check_supported(pattern: n.Pattern) -> None:
                 raise Unsupported(type(node).__name__)
             case ast.BuiltinCall(name) if name in _NONDETERMINISTIC:
                 raise Unsupported(f"{name}()")
+    if not any(isinstance(node, n.BGP) for node in walk(pattern)):
+        # Inline data only (the VALUES row of each instance of a stored query): no graph to
+        # scan, and a job per instance would cost seconds each.
+        raise Unsupported("no triple pattern to distribute")
 
 
 class _Translator:

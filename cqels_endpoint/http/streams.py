@@ -1,0 +1,254 @@
+"""``/streams``: pushing stream events over HTTP, and the state of every stream.
+
+``POST /streams/{name}`` pushes to the stream ``name``: a percent-encoded absolute IRI
+(``/streams/http%3A%2F%2Fderi.org%2Fstreams%2Frfid``) or a short name appended to the server's
+``stream_base`` (``/streams/rfid`` → ``urn:cqels:stream:rfid`` by default). The body, by
+``Content-Type``:
+
+- Turtle, N-Triples, JSON-LD, RDF/XML, N3: one event, at ``?time=`` (integer ms or
+  ``xsd:dateTime``), else at its arrival time;
+- TriG: one event per named graph, at the ``prov:generatedAtTime`` the default graph gives that
+  graph (the RSP "timestamped graph" model), applied in timestamp order (document order for equal
+  ones); the default graph holds those timestamps and nothing else;
+- NDJSON (``application/x-ndjson``): one event per line, ``{"time": ms | "xsd:dateTime", "data":
+  "<N-Triples>"}`` (no ``time``: the arrival time), applied in line order; blank lines are skipped.
+
+A batch is all or nothing: every event is parsed and every timestamp read before anything is
+applied (400 naming the line, counted as a malformed push), and the lateness of the whole batch is
+checked against the stream's clock before the first event is applied (409 naming the late event;
+each late event is counted). The answer is ``{"stream", "accepted", "latest", "watermark"}``.
+
+``GET /streams`` lists every stream seen: events accepted, rejected (late events, malformed
+pushes), the ingestion rate over the last minute, latest timestamp and watermark.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyoxigraph as ox
+from flask import Blueprint, Response, abort, jsonify, request
+
+from cqels_endpoint.errors import LateEventError, RdfSyntaxError, UnsupportedMediaType
+from cqels_endpoint.http.auth import write_access
+from cqels_endpoint.http.context import endpoint
+from cqels_endpoint.http.errors import bad_request, error_response, unsupported_media_type
+from cqels_endpoint.http.params import body_text, check_utf8_charset, iri, single, url_params
+from cqels_endpoint.runtime.streams import RATE_WINDOW_MS, parse_timestamp, to_millis
+from static_store.formats import essence, rdf_format
+from static_store.load import parse_graph, rdf_syntax_error
+
+blueprint = Blueprint("streams", __name__)
+
+NDJSON = "application/x-ndjson"
+NDJSON_TYPES = (NDJSON, "application/ndjson", "application/jsonl")
+PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
+# The syntaxes of one event: every RDF syntax the store reads except the quad ones.
+_EVENT_SYNTAXES = (ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES, ox.RdfFormat.JSON_LD, ox.RdfFormat.RDF_XML,
+                   ox.RdfFormat.N3)
+ACCEPTED_BODIES = ("text/turtle", "application/n-triples", "application/ld+json", "application/rdf+xml",
+                   "text/n3", "application/trig", NDJSON)
+
+Event = tuple[tuple[ox.Triple, ...], int | None]  # triples, time (None: the arrival time)
+
+
+@dataclass
+class _Batch:
+    """The events of one request, in the order they are applied, each with how errors name it
+    (``names``) and its line in the body when it has one (``lines``)."""
+
+    events: list[Event] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    lines: list[int | None] = field(default_factory=list)
+
+    def add(self, event: Event, name: str, line: int | None = None) -> None:
+        self.events.append(event)
+        self.names.append(name)
+        self.lines.append(line)
+
+
+class _Malformed(Exception):
+    """A batch that does not parse: ``message`` names the event, ``line`` the line of the body."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+@blueprint.post("/streams/<path:name>", merge_slashes=False)
+@write_access
+def push(name: str) -> Response:
+    stream = stream_iri(name, endpoint().config.stream_base)
+    engine = endpoint().engine
+    read = _reader()
+    try:
+        batch = read(_time_param())
+    except _Malformed as error:
+        engine.reject_malformed(stream)
+        return error_response(400, str(error), line=error.line, column=error.column)
+    try:
+        latest = engine.push_batch(stream, batch.events)
+    except LateEventError as error:
+        others = f" ({error.late_in_batch} late events in the batch)" if error.late_in_batch > 1 else ""
+        message = f"{batch.names[error.index]}: {error}{others}; nothing of the batch was applied"
+        return error_response(409, message, line=batch.lines[error.index])
+    [stats] = engine.stream_stats(stream)
+    return jsonify({"stream": stream, "accepted": len(batch.events), "latest": latest, "watermark": stats["watermark"]})
+
+
+@blueprint.get("/streams")
+def streams() -> Response:
+    listed = []
+    for stats in endpoint().engine.stream_stats():
+        listed.append({
+            "stream": stats["stream"],
+            "events": stats["events"],
+            "rejected": {"late": stats["late"], "malformed": stats["malformed"]},
+            "rate_per_second": stats["last_minute"] / (RATE_WINDOW_MS / 1000),
+            "latest": stats["latest"],
+            "watermark": stats["watermark"],
+            "buffered": stats["buffered"],
+        })
+    return jsonify({"streams": listed})
+
+
+def stream_iri(name: str, base: str) -> str:
+    """The stream ``name`` stands for: itself when it is an absolute IRI (it came percent-encoded),
+    else ``base`` + ``name`` (400 when that is no IRI either).
+
+    >>> stream_iri("http://deri.org/streams/rfid", "urn:s:"), stream_iri("rfid", "urn:s:")
+    ('http://deri.org/streams/rfid', 'urn:s:rfid')
+    """
+    if ":" in name.split("/", 1)[0]:
+        return iri(name, "the stream name")
+    return iri(base + name, f"the stream base + short name {name!r}")
+
+
+# --------------------------------------------------------------------------- reading a batch
+
+
+def _reader() -> Callable[[int | None], _Batch]:
+    """How to read the body of this request, by its media type, given ``?time=``; 415 for a type
+    that cannot carry events."""
+    media_type = essence(request.content_type or "")
+    if media_type in NDJSON_TYPES:
+        reader = _ndjson
+    else:
+        try:
+            syntax = rdf_format(media_type) if media_type else None
+        except UnsupportedMediaType:
+            syntax = None
+        if syntax == ox.RdfFormat.TRIG:
+            reader = _trig
+        elif syntax in _EVENT_SYNTAXES:
+            reader = functools.partial(_one_event, syntax)
+        else:
+            abort(unsupported_media_type(request.content_type, ACCEPTED_BODIES))
+    check_utf8_charset(list(ACCEPTED_BODIES))
+    return reader
+
+
+def _time_param() -> int | None:
+    text = single(url_params(), "time", "give one timestamp")
+    if text is None:
+        return None
+    try:
+        return parse_timestamp(text)
+    except ValueError as error:
+        raise _Malformed(f"?time={error}") from None
+
+
+def _one_event(syntax: ox.RdfFormat, time: int | None) -> _Batch:
+    try:
+        quads = parse_graph(request.get_data(cache=True), syntax, ox.DefaultGraph(), request.base_url, "event")
+    except RdfSyntaxError as error:
+        raise _Malformed(str(error), error.line, error.column) from None
+    batch = _Batch()
+    batch.add((tuple(quad.triple for quad in quads), time), "the event")
+    return batch
+
+
+def _trig(time: int | None) -> _Batch:
+    """One event per named graph, in timestamp order."""
+    if time is not None:
+        abort(bad_request("?time= does not apply to TriG: each named graph is timestamped by its prov:generatedAtTime"))
+    try:
+        quads = list(ox.parse(request.get_data(cache=True), format=ox.RdfFormat.TRIG, base_iri=request.base_url,
+                              rename_blank_nodes=True))
+    except SyntaxError as error:
+        raise _Malformed(str(rdf_syntax_error(error, ox.RdfFormat.TRIG, "event batch")), error.lineno) from None
+    contents: dict[ox.NamedNode | ox.BlankNode, list[ox.Triple]] = {}
+    stamps: dict[ox.NamedNode | ox.BlankNode, int] = {}
+    for quad in quads:
+        if not isinstance(quad.graph_name, ox.DefaultGraph):
+            contents.setdefault(quad.graph_name, []).append(quad.triple)
+            continue
+        if quad.predicate.value != PROV_GENERATED_AT:
+            raise _Malformed(
+                f"the default graph of a TriG event batch holds only prov:generatedAtTime timestamps of its "
+                f"named graphs, not {quad.triple} ."
+            )
+        stamps[quad.subject] = _graph_time(quad, stamps)
+    for graph in stamps:
+        contents.setdefault(graph, [])  # a timestamped empty graph is an event without triples
+    for graph in contents:
+        if graph not in stamps:
+            raise _Malformed(f"named graph {graph} has no prov:generatedAtTime in the default graph")
+    batch = _Batch()
+    for graph in sorted(contents, key=lambda graph: stamps[graph]):  # stable: document order for equal times
+        batch.add((tuple(contents[graph]), stamps[graph]), f"graph {graph}")
+    return batch
+
+
+def _graph_time(quad: ox.Quad, stamps: dict) -> int:
+    if quad.subject in stamps:
+        raise _Malformed(f"named graph {quad.subject} has more than one prov:generatedAtTime")
+    value = quad.object
+    if not isinstance(value, ox.Literal) or value.datatype.value not in (
+        "http://www.w3.org/2001/XMLSchema#dateTime", "http://www.w3.org/2001/XMLSchema#dateTimeStamp"
+    ):
+        raise _Malformed(f"the prov:generatedAtTime of {quad.subject} must be an xsd:dateTime, not {value}")
+    try:
+        return to_millis(value)
+    except ValueError as error:
+        raise _Malformed(f"the prov:generatedAtTime of {quad.subject}: {error}") from None
+
+
+def _ndjson(time: int | None) -> _Batch:
+    if time is not None:
+        abort(bad_request('?time= does not apply to NDJSON: give each line its own "time"'))
+    batch = _Batch()
+    for number, line in enumerate(body_text("NDJSON").split("\n"), 1):
+        if line.strip():
+            batch.add(_ndjson_event(line, number), f"line {number}", number)
+    if not batch.events:
+        raise _Malformed("the NDJSON body holds no events")
+    return batch
+
+
+def _ndjson_event(line: str, number: int) -> Event:
+    try:
+        item = json.loads(line)
+    except ValueError as error:
+        raise _Malformed(f"line {number} is not JSON: {error}", number, getattr(error, "colno", None)) from None
+    if not isinstance(item, dict) or "data" not in item or set(item) - {"time", "data"}:
+        raise _Malformed(f'line {number} must be an object {{"time": …, "data": "<N-Triples>"}}', number)
+    data, time = item["data"], item.get("time")
+    if not isinstance(data, str):
+        raise _Malformed(f'line {number}: "data" must be a string of N-Triples', number)
+    if time is not None:
+        try:
+            if isinstance(time, bool) or not isinstance(time, (int, str)):
+                raise ValueError(f"{time!r} is neither integer milliseconds nor an xsd:dateTime string")
+            time = time if isinstance(time, int) else parse_timestamp(time)
+        except ValueError as error:
+            raise _Malformed(f'line {number}: "time" {error}', number) from None
+    try:
+        quads = parse_graph(data, ox.RdfFormat.N_TRIPLES, ox.DefaultGraph(), source="event data")
+    except RdfSyntaxError as error:
+        raise _Malformed(f"line {number}: {error}", number) from None
+    return tuple(quad.triple for quad in quads), time
