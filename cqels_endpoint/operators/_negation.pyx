@@ -23,7 +23,7 @@ from libcpp.vector cimport vector
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.reference.negation import EXISTS, KINDS, MINUS, shared_columns
+from cqels_endpoint.operators.reference.negation import EXISTS, MINUS, NegationBase
 
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__
 
@@ -184,27 +184,15 @@ cdef class _NegationCore:
         return len(self.left), len(self.right), len(self.emitted)
 
 
-class Negation(Operator):
+class Negation(NegationBase):
     """Left rows kept according to how many right rows match them (see the module docstring).
 
     ``condition(merged_row)`` gets the left row extended with the right row (term ids aligned
     with ``merged_schema(left, right)``) and says whether they match; None means always.
     """
 
-    arity = 2
-
     def __init__(self, left_schema, right_schema, kind, condition=None, label="", keys=None):
-        if kind not in KINDS:
-            msg = f"unknown negation kind {kind!r}; expected one of {KINDS}"
-            raise ValueError(msg)
-        super().__init__(tuple(left_schema), label or kind)
-        self.kind = kind
-        self.right_schema = tuple(right_schema)
-        self.shared = shared_columns(self.schema, self.right_schema)
-        self.keys = self.shared if keys is None else tuple(keys)
-        if not set(self.keys) <= set(self.shared):
-            msg = f"{self.label}: keys {self.keys} are not all shared columns {self.shared}"
-            raise ValueError(msg)
+        super().__init__(left_schema, right_schema, kind, label, keys)
         # MINUS between inputs sharing no column never removes anything (§18.5).
         self._inert = kind == MINUS and not self.shared
         self._core = _NegationCore(self, self.schema, self.right_schema, self.shared, self.keys, kind, condition)

@@ -5,7 +5,15 @@ from every (left, right) pair at each punctuation (same output relation; tests/t
 compares them tick by tick). ``COMPILED`` says which one is in use."""
 
 from cqels_endpoint.operators import compiled_module
-from cqels_endpoint.operators.reference.negation import EXISTS, KINDS, MINUS, NOT_EXISTS, merged_schema, shared_columns
+from cqels_endpoint.operators.reference.negation import (
+    EXISTS,
+    KINDS,
+    MINUS,
+    NOT_EXISTS,
+    NegationBase,
+    merged_schema,
+    shared_columns,
+)
 
 _compiled = compiled_module("cqels_endpoint.operators._negation", "negation")
 if _compiled is None:
@@ -14,4 +22,14 @@ else:
     Negation = _compiled.Negation
 COMPILED = _compiled is not None
 
-__all__ = ["COMPILED", "EXISTS", "KINDS", "MINUS", "NOT_EXISTS", "Negation", "merged_schema", "shared_columns"]
+__all__ = [
+    "COMPILED",
+    "EXISTS",
+    "KINDS",
+    "MINUS",
+    "NOT_EXISTS",
+    "Negation",
+    "NegationBase",
+    "merged_schema",
+    "shared_columns",
+]

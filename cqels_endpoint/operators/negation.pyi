@@ -12,12 +12,14 @@ KINDS: tuple[str, str, str]
 def merged_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]: ...
 def shared_columns(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]: ...
 
-class Negation(Operator):
+class NegationBase(Operator):
     arity: int
     kind: str
     right_schema: tuple[str, ...]
     shared: tuple[str, ...]
     keys: tuple[str, ...]
+
+class Negation(NegationBase):
     inputs_per_port: list[int]
     def __init__(
         self,

@@ -34,10 +34,30 @@ def shared_columns(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]
     return tuple(c for c in left if c in right and not c.startswith("_:"))
 
 
-class Negation(Operator):
-    """Left rows kept according to the right rows matching them, recomputed from scratch per tick."""
+class NegationBase(Operator):
+    """What both negation operators check and keep: the kind, the right schema, the shared columns
+    and the hash ``keys`` among them (all shared columns unless told)."""
 
     arity = 2
+
+    def __init__(
+        self, left_schema: Sequence[str], right_schema: Sequence[str], kind: str, label: str, keys: Sequence[str] | None
+    ) -> None:
+        if kind not in KINDS:
+            msg = f"unknown negation kind {kind!r}; expected one of {KINDS}"
+            raise ValueError(msg)
+        super().__init__(tuple(left_schema), label or kind)
+        self.kind = kind
+        self.right_schema = tuple(right_schema)
+        self.shared = shared_columns(self.schema, self.right_schema)
+        self.keys = self.shared if keys is None else tuple(keys)
+        if not set(self.keys) <= set(self.shared):
+            msg = f"{self.label}: keys {self.keys} are not all shared columns {self.shared}"
+            raise ValueError(msg)
+
+
+class Negation(NegationBase):
+    """Left rows kept according to the right rows matching them, recomputed from scratch per tick."""
 
     def __init__(
         self,
@@ -48,19 +68,12 @@ class Negation(Operator):
         label: str = "",
         keys: Sequence[str] | None = None,
     ) -> None:
-        if kind not in KINDS:
-            msg = f"unknown negation kind {kind!r}; expected one of {KINDS}"
-            raise ValueError(msg)
-        super().__init__(tuple(left_schema), label or kind)
-        self.kind = kind
-        self.right_schema = tuple(right_schema)
-        self.shared = shared_columns(self.schema, self.right_schema)
+        super().__init__(left_schema, right_schema, kind, label, keys)
         self._extra = tuple(i for i, c in enumerate(self.right_schema) if c not in self.schema)
-        keys = self.shared if keys is None else tuple(keys)
-        if not set(keys) <= set(self.shared):
-            msg = f"{self.label}: keys {keys} are not all shared columns {self.shared}"
-            raise ValueError(msg)
-        self._keys = (tuple(self.schema.index(c) for c in keys), tuple(self.right_schema.index(c) for c in keys))
+        self._keys = (
+            tuple(self.schema.index(c) for c in self.keys),
+            tuple(self.right_schema.index(c) for c in self.keys),
+        )
         self._condition = condition
         self._inputs: tuple[dict, dict] = ({}, {})
         self._output: dict[tuple, tuple] = {}
