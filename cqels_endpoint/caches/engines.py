@@ -55,9 +55,13 @@ class LocalCacheEngine:
         return CacheBuild(compute_cache(cache, static), self.name, ("evaluated by pyoxigraph on the driver",))
 
 
-def cache_engine(name: str, spark_master: str | None = None) -> CacheEngine:
+def cache_engine(name: str, spark_master: str | None = None, *, start: bool = True) -> CacheEngine:
     """The cache engine called ``name`` ("local" or "spark"); ``spark_master`` only for Spark
-    (else ``CQELS_SPARK_MASTER``, else ``local[*]``). Raises ``ValueError`` for another name."""
+    (else ``CQELS_SPARK_MASTER``, else ``local[*]``). Raises ``ValueError`` for another name.
+
+    ``start`` begins starting the SparkSession in the background at once; without it the session
+    starts with ``engine.session_holder.start()`` or the first build (the server starts it when it
+    starts serving, not whenever an app object is made)."""
     if name == "local":
         return LocalCacheEngine()
     if name == "spark":
@@ -66,7 +70,8 @@ def cache_engine(name: str, spark_master: str | None = None) -> CacheEngine:
         from cqels_endpoint.spark.session import SparkSessionHolder
 
         holder = SparkSessionHolder(master=spark_master)
-        holder.start()
+        if start:
+            holder.start()
         return SparkCacheEngine(holder)
     msg = f"cache engine must be one of {', '.join(CACHE_ENGINES)}, not {name!r}"
     raise ValueError(msg)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from flask import Flask, Response, jsonify
 
+from cqels_endpoint.caches.engines import cache_engine
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.http import graph_store, metrics, queries, query, results, streams, update
@@ -60,19 +61,9 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
 def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -> Endpoint:
     if engine is not None:
         return Endpoint(store, config, engine, owns_engine=False)
-    if config.cache_engine == "local":
-        engine = Engine(store, config.lateness_ms, cache_engine="local", rebuild_debounce_ms=config.rebuild_debounce_ms)
-        return Endpoint(store, config, engine)
-    # Built here rather than by caches.engines.cache_engine, which starts the session at once: the
-    # session starts when the server does (Endpoint.start), not whenever an app object is made.
-    from cqels_endpoint.spark.job import SparkCacheEngine
-    from cqels_endpoint.spark.session import SparkSessionHolder
-
-    spark = SparkSessionHolder(master=config.spark_master)
-    engine = Engine(
-        store, config.lateness_ms, cache_engine=SparkCacheEngine(spark), rebuild_debounce_ms=config.rebuild_debounce_ms
-    )
-    return Endpoint(store, config, engine, spark=spark)
+    caches = cache_engine(config.cache_engine, config.spark_master, start=False)
+    engine = Engine(store, config.lateness_ms, cache_engine=caches, rebuild_debounce_ms=config.rebuild_debounce_ms)
+    return Endpoint(store, config, engine, spark=getattr(caches, "session_holder", None))
 
 
 def _health() -> Response:
