@@ -37,7 +37,7 @@ import threading
 import time as _time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyoxigraph as ox
 
@@ -46,7 +46,7 @@ from cqels_endpoint.algebra.passes import optimize
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, cache_engine as make_cache_engine
 from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
-from cqels_endpoint.errors import CqelsError, PlanError
+from cqels_endpoint.errors import ArgumentError, CqelsError, PlanError, SharingError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.query.windows import RangeWindow, WindowConfig
@@ -60,6 +60,9 @@ from cqels_endpoint.runtime.windows import CloseSchedule
 from cqels_endpoint.terms import IRI, BlankNode, Var
 from static_store.convert import constant_term
 from static_store.store import StaticStore
+
+if TYPE_CHECKING:
+    from cqels_endpoint.instances import InstanceGroup
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Row = dict[str, Term]
@@ -198,6 +201,8 @@ class ContinuousQuery:
     origin_ms: int | None = None
     # One reader per stream pattern of the engine's shared window states (runtime.sharing).
     windows: list[WindowReader] = field(default_factory=list)
+    # An instance of a template that runs a plan of its own: why it shares none (instances.py).
+    unshared: str | None = None
     schedule: CloseSchedule | None = field(init=False)
     clock: int | None = field(init=False, default=None)
     evaluations: int = field(init=False, default=0)
@@ -252,13 +257,19 @@ class ContinuousQuery:
         for st, window in zip(self.patterns, self.windows):
             lines.append(
                 f"  window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
-                f"state shared by {window.shared_by} quer{'y' if window.shared_by == 1 else 'ies'}"
+                f"state {self._readers(window)}"
             )
+        if self.unshared is not None:
+            lines.append(f"  a plan of its own: {self.unshared}")
         return "\n".join(lines) + "\n" + self.evaluator.explain()
+
+    def _readers(self, window: WindowReader) -> str:
+        return f"shared by {window.shared_by} quer{'y' if window.shared_by == 1 else 'ies'}"
 
     # ------------------------------------------------------------------ driven by the engine
 
-    def _on_event(self, event: Event, seqs: itertools.count) -> None:
+    def _on_event(self, event: Event, seqs: itertools.count, step: int) -> None:
+        # ``step`` numbers the engine's dispatches and advances (the instances of a template use it).
         if self.schedule is not None:
             if self.schedule.origin is None:
                 self.schedule.set_origin(event.time)
@@ -280,7 +291,7 @@ class ContinuousQuery:
         if self.schedule is None:
             self._evaluate(tau, tick=event.arrival)
 
-    def _on_advance(self, time: int) -> None:
+    def _on_advance(self, time: int, step: int) -> None:
         if self.schedule is not None:
             for close in self.schedule.closes_through(time):
                 self._evaluate(close, tick=None)
@@ -292,10 +303,14 @@ class ContinuousQuery:
             for gone in window.expire(tau, tick):
                 self.evaluator.on_expire(st.id, gone)
         deltas = self.evaluator.evaluate(tau)
+        self._emit(tau, deltas, self.evaluator.snapshot() if self.r2s == "RSTREAM" else None)
+
+    def _emit(self, tau: int, deltas: list[tuple[Row, int]], snapshot: list[Row] | None) -> None:
+        """The evaluation at ``tau`` is done: Γ changed by ``deltas`` and is ``snapshot`` (RSTREAM)."""
         self.clock = tau
         self.evaluations += 1
         if self.r2s == "RSTREAM":
-            rows = self.evaluator.snapshot()
+            rows = snapshot
         else:
             sign = 1 if self.r2s == "ISTREAM" else -1
             rows = [row for row, s in deltas if s == sign]
@@ -311,6 +326,14 @@ class ContinuousQuery:
                 self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
         elif rows or self.r2s == "RSTREAM":
             self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=rows))
+
+    def _close(self) -> None:
+        """Releases the windows and the plan (the query was unregistered)."""
+        for window in self.windows:
+            window.close()
+        close = getattr(self.evaluator, "close", None)
+        if close is not None:
+            close()
 
     def _deliver(self) -> BaseException | None:
         """Hands the pending emissions to the subscribers; returns the first callback error."""
@@ -389,6 +412,11 @@ class Engine:
         self._registering: set[str] = set()  # names taken by registrations building their caches
         self._observers: list[Callable[[ContinuousQuery, bool], None]] = []
         self.shared_windows = SharedWindows()
+        # Instance groups (instances.py): by (template, R2S, origin, epoch) while they take new
+        # instances, and by name for their caches.
+        self._instance_groups: dict[tuple, InstanceGroup] = {}
+        self._groups_by_name: dict[str, InstanceGroup] = {}
+        self._group_numbers = itertools.count(1)
         # Bumped at every event dispatched and every advance: queries registered at one epoch
         # start from the same window history and may share window states (runtime.sharing).
         self._epoch = 0
@@ -410,7 +438,7 @@ class Engine:
 
         ``name`` defaults to the REGISTER name, else ``q1``, ``q2``, …; ``r2s`` to the REGISTER
         keyword, else ISTREAM. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query
-        the engine cannot run, ``ValueError`` for a bad argument or a name already in use.
+        the engine cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
         """
         algebra, r2s, patterns = self._plan(text, r2s, mode)
         with self._lock:
@@ -442,6 +470,116 @@ class Engine:
                 observer(query, True)
         return query
 
+    def register_instances(
+        self,
+        template: str,
+        values_at: int,
+        instances: Sequence[tuple[str, dict[str, Term], str]],
+        r2s: str | None = None,
+        mode: str = "incremental",
+        origin_ms: int | None = None,
+        group: str = "instances",
+    ) -> list[ContinuousQuery]:
+        """Registers instances of a template, all or none; returns their queries in order.
+
+        ``template`` is the template's text with an empty ``VALUES (?param …) {}`` starting at
+        character ``values_at`` (first in the group of its WHERE); ``instances`` holds ``(name,
+        {param: term}, text)`` per instance, ``text`` being the template with the terms pre-bound.
+        The incremental instances registered at one epoch share one plan (``instances.py``, named
+        ``{group}#k`` in cache statistics); where they cannot, or in recompute mode, each instance
+        is registered from its own text, and its ``unshared`` says why.
+        """
+        reason = "recompute mode evaluates each instance on its own" if mode != "incremental" else None
+        if reason is None:
+            algebra, r2s_kind, patterns = self._plan(template, r2s, mode, instances_at=values_at)
+            try:
+                queries = self._register_shared(template, algebra, r2s_kind, patterns, instances, origin_ms, group)
+            except SharingError as error:
+                reason = str(error)
+            else:
+                return queries
+        queries = []
+        try:
+            for name, _bindings, text in instances:
+                queries.append(self.register(text, name, r2s, mode, origin_ms))
+                queries[-1].unshared = reason
+        except BaseException:
+            for query in queries:
+                self.unregister(query.name)
+            raise
+        return queries
+
+    def _register_shared(self, template, algebra, r2s, patterns, instances, origin_ms, group) -> list[ContinuousQuery]:
+        with self._lock:
+            names = [name for name, _bindings, _text in instances]
+            for number, name in enumerate(names):
+                self._name(name, None)
+                if name in names[:number]:
+                    raise ArgumentError(f"two instances are named {name!r}")
+            key = (template, r2s, origin_ms, self._epoch)
+            existing = self._instance_groups.get(key)
+            if existing is not None:
+                return self._start_instances(existing, instances)
+            instance_group = self._new_group(group, template, algebra, r2s, patterns, origin_ms)
+            self._registering.update(names)
+        try:
+            states, builds, version = self.caches.build(instance_group.name, algebra, instance_group.caches)
+        except BaseException:
+            with self._lock:
+                self._registering.difference_update(names)
+                instance_group.close()
+            raise
+        with self._lock:
+            self._registering.difference_update(names)
+            evaluator = instance_group.evaluator
+            if states:
+                evaluator.install_caches([(state.operator, build.rows) for state, build in zip(states, builds)])
+                evaluator.describe_cache = lambda node: self.caches.describe(instance_group.name, node.id)
+            self._groups_by_name[instance_group.name] = instance_group
+            # Only instances of this epoch may join it later: later ones start from another history.
+            self._instance_groups.setdefault((template, r2s, origin_ms, self._epoch), instance_group)
+            self.caches.install(instance_group.name, algebra, states, version)
+            return self._start_instances(instance_group, instances)
+
+    def _new_group(
+        self, group: str, template: str, algebra: n.AlgebraQuery, r2s: str, patterns: list[StreamTriple], origin_ms: int | None
+    ) -> InstanceGroup:
+        from cqels_endpoint.incremental import IncrementalEvaluator
+        from cqels_endpoint.instances import GroupDriver, InstanceGroup
+
+        evaluator = IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
+        name = f"{group}#{next(self._group_numbers)}"
+        windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
+        driver = GroupDriver(name, template, algebra, r2s, "incremental", patterns, evaluator, origin_ms, windows)
+        return InstanceGroup(driver, self._drop_group)
+
+    def _start_instances(self, instance_group: InstanceGroup, instances) -> list[ContinuousQuery]:
+        from cqels_endpoint.instances import InstanceQuery
+
+        views = instance_group.add(bindings for _name, bindings, _text in instances)
+        queries = []
+        for (name, _bindings, text), view in zip(instances, views):
+            query = InstanceQuery.of(instance_group.driver, name, text, view)
+            self.queries[name] = query
+            queries.append(query)
+        for query in queries:
+            for observer in list(self._observers):
+                observer(query, True)
+        return queries
+
+    def _drop_group(self, instance_group: InstanceGroup) -> None:
+        self.caches.forget(instance_group.name)
+        self._groups_by_name.pop(instance_group.name, None)
+        for key, held in list(self._instance_groups.items()):
+            if held is instance_group:
+                del self._instance_groups[key]
+
+    def plan_sharing(self) -> dict[str, int]:
+        """``plans``: instance groups running; ``instances``: the queries they evaluate."""
+        with self._lock:
+            groups = self._groups_by_name.values()
+            return {"plans": len(groups), "instances": sum(len(g) for g in groups)}
+
     def check(self, text: str, r2s: str | None = None, mode: str = "incremental") -> None:
         """Raises what ``register`` would for ``text``, ``r2s`` and ``mode`` (bad text, a plan the
         engine cannot run, a bad argument) without registering anything or building a cache."""
@@ -451,12 +589,19 @@ class Engine:
             if close is not None:
                 close()
 
-    def _plan(self, text: str, r2s: str | None, mode: str) -> tuple[n.AlgebraQuery, str, list[StreamTriple]]:
+    def _plan(
+        self, text: str, r2s: str | None, mode: str, instances_at: int | None = None
+    ) -> tuple[n.AlgebraQuery, str, list[StreamTriple]]:
         if mode not in MODES:
             msg = f"mode must be one of {', '.join(MODES)}, not {mode!r}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         parsed = parse_query(text)
-        algebra = optimize(to_algebra(parsed))
+        algebra = to_algebra(parsed)
+        if instances_at is not None:
+            from cqels_endpoint.instances import with_instance_table
+
+            algebra = with_instance_table(algebra, instances_at)
+        algebra = optimize(algebra)
         if algebra.form not in ("SELECT", "CONSTRUCT", "ASK"):
             msg = (
                 f"a continuous query must be a SELECT, a CONSTRUCT or an ASK, not {algebra.form}: "
@@ -467,7 +612,7 @@ class Engine:
         r2s = (r2s or (register.kind if register is not None and register.kind in R2S_KINDS else "ISTREAM")).upper()
         if r2s not in R2S_KINDS:
             msg = f"r2s must be one of {', '.join(R2S_KINDS)}, not {r2s!r}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         patterns = stream_triples(algebra)
         if not patterns and not declared_windows(algebra):
             msg = "a continuous query reads at least one stream (STREAM, FROM STREAM or WINDOW): run it once on the static store"
@@ -481,11 +626,7 @@ class Engine:
             if query is None:
                 raise UnknownQueryError(f"no continuous query is registered as {name!r}")
             self.caches.forget(name)
-            for window in query.windows:
-                window.close()
-            close = getattr(query.evaluator, "close", None)
-            if close is not None:
-                close()
+            query._close()
             for observer in list(self._observers):
                 observer(query, False)
 
@@ -579,7 +720,7 @@ class Engine:
             self._epoch += 1
             for query in list(self.queries.values()):
                 started = _time.perf_counter()
-                query._on_advance(millis)
+                query._on_advance(millis, self._epoch)
                 query.latency.observe(_time.perf_counter() - started)
             self._deliver()
 
@@ -628,7 +769,7 @@ class Engine:
         for query in list(self.queries.values()):
             if event.stream in query.streams:
                 started = _time.perf_counter()
-                query._on_event(event, self._seqs)
+                query._on_event(event, self._seqs, self._epoch)
                 query.latency.observe(_time.perf_counter() - started)
 
     def _deliver(self) -> None:
@@ -651,12 +792,14 @@ class Engine:
         # evaluations; the operators emit the difference at the next one.
         with self._lock:
             query = self.queries.get(name)
-            built = getattr(query.evaluator, "built", None) if query is not None else None
+            instance_group = self._groups_by_name.get(name)
+            evaluator = query.evaluator if query is not None else getattr(instance_group, "evaluator", None)
+            built = getattr(evaluator, "built", None)
             # The name may have been unregistered and taken again meanwhile: only its own caches.
             owned = {id(operator) for _, operator in built.caches} if built is not None else set()
             if not all(id(state.operator) in owned for state, _ in builds):
                 return False
-            query.evaluator.install_caches([(state.operator, build.rows) for state, build in builds])
+            evaluator.install_caches([(state.operator, build.rows) for state, build in builds])
             return True
 
     def _apply_static_change(self) -> None:
@@ -674,7 +817,7 @@ class Engine:
                 name = f"q{next(self._numbers)}"
         if name in self.queries or name in self._registering:
             msg = f"a continuous query named {name!r} is already registered: unregister it first or pick another name"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         return name
 
     def _evaluator(self, mode: str, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:

@@ -103,6 +103,16 @@ class PlanError(CqelsError):
     """A query that parses but cannot be compiled into a plan (an unsupported construct)."""
 
 
+class ArgumentError(CqelsError, ValueError):
+    """A bad argument from the caller: an unknown R2S or mode, a name already in use, a malformed
+    instance description. A ``ValueError`` too, so callers that catch that still do; the HTTP
+    layer answers it with a 400, while any other ``ValueError`` is a bug (a 500)."""
+
+
+class SharingError(PlanError):
+    """A template whose instances cannot share one plan (``instances.py``); each gets its own."""
+
+
 class SparkUnavailableError(CqelsError):
     """The Spark cache engine cannot run: Java or pyspark is missing, or the session failed to start."""
 

@@ -120,26 +120,33 @@ class IncrementalEvaluator:
         """Closes the tick at ``tau``: the changes of Γ since the previous evaluation, one entry per
         row occurrence with its sign (+1 entered, -1 left); cancelling changes are not reported.
         With an ORDER BY, the entries are in its order (see the module docstring)."""
+        changes = [(self.decode(row), sign) for row, sign in self.evaluate_rows(tau)]
+        self.release_decoded()
+        return changes
+
+    def evaluate_rows(self, tau: int) -> list[tuple[tuple, int]]:
+        """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
+        rows that left stay decodable until ``release_decoded()``."""
         self._tau = tau
         for source in self.built.sources:
             source.on_punctuation(tau)
         self.evaluations += 1
         taken = self.sink.take()
         if self._order is not None:
-            changes = [(self._decode(row), sign) for row, sign in self._order.arrange(taken)]
-        else:
-            changes = []
-            for row, count in taken:
-                decoded = self._decode(row)
-                sign = 1 if count > 0 else -1
-                changes.extend((decoded, sign) for _ in range(abs(count)))
-        self._release_now()
+            return self._order.arrange(taken)
+        changes = []
+        for row, count in taken:
+            sign = 1 if count > 0 else -1
+            changes.extend((row, sign) for _ in range(abs(count)))
         return changes
 
     def snapshot(self) -> list[dict[str, Term]]:
         """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""
-        rows = self.sink.rows() if self._order is None else self._order.rows()
-        return [self._decode(row) for row in rows]
+        return [self.decode(row) for row in self.snapshot_rows()]
+
+    def snapshot_rows(self) -> list[tuple]:
+        """``snapshot`` before decoding."""
+        return self.sink.rows() if self._order is None else self._order.rows()
 
     def on_static_change(self) -> None:
         """Nothing to do now: the engine's rebuild manager rebuilds the caches that read the
@@ -170,18 +177,20 @@ class IncrementalEvaluator:
         self._closed = True
         for operator in self.built.operators.values():
             operator.close()
-        self._release_now()
+        self.release_decoded()
 
     # ------------------------------------------------------------------ helpers
 
-    def _decode(self, row: tuple) -> dict[str, Term]:
+    def decode(self, row: tuple) -> dict[str, Term]:
+        """A row of ``sink.schema`` as a solution mapping."""
         decode = self.dictionary.decode
         return {name: decode(value) for name, value in zip(self.sink.schema, row) if value is not None}
 
     def _release_later(self, ids: tuple) -> None:
         self._releasing.append(ids)
 
-    def _release_now(self) -> None:
+    def release_decoded(self) -> None:
+        """Drops the references of the rows that left with the last evaluation (decoded by now)."""
         releasing, self._releasing = self._releasing, []
         decref = self.dictionary.decref
         for ids in releasing:

@@ -20,6 +20,14 @@ from email.message import Message
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
+
+# CI replays the same examples every run (derandomize): a red CI then means a change broke them,
+# never that a new random draw found an old bug. Local runs keep exploring; what they find is kept
+# as regression files (tests/regressions/) and replayed everywhere.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 if TYPE_CHECKING:
     from cqels_endpoint.config import ServerConfig

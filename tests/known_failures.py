@@ -202,3 +202,14 @@ CONTINUOUS_KNOWN_FAILURES.update(
         )
     }
 )
+
+
+# --------------------------------------------------------------------------- the recompute oracle
+# Regression scenarios (tests/regressions/*/NAME.json, by NAME) where incremental != recompute
+# because pyoxigraph, the recompute oracle, is wrong: replayed as strict xfails.
+ORACLE_DEVIATIONS: dict[str, str] = {
+    "fefa8d1ddd4c": "pyoxigraph answers a path whose two ends are already bound (here ?a !(:v) ?a after "
+    "?a :p* ?b binds ?a) with one solution, as an existence test, but counts one per matching triple when "
+    "an end is free (?a !(:v) ?a alone, or first in the group, gives 2 over :e0 :p :e0 . :e0 :q :e0): "
+    "its answer depends on the order of the join. The path window counts per triple either way.",
+}

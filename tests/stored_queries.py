@@ -20,17 +20,9 @@ LV = "http://deri.org/floorplan/"
 RFID = "http://deri.org/streams/rfid"
 ROOMS = ["lobby", "mainHall", "corridor", "room101", "room102", "kitchen"]
 
-# Where a given person is, with the names of the rooms and everybody seen there in the last 3 s.
-TEMPLATE = """# Where one person is, and who else was seen there in the last 3 s.
-# @param ?person
-PREFIX lv: <http://deri.org/floorplan/>
-SELECT ?locName ?other
-FROM NAMED <http://deri.org/floorplan/>
-WHERE {
-  STREAM <http://deri.org/streams/rfid> [RANGE 3s] { ?person lv:detectedAt ?loc . ?other lv:detectedAt ?loc }
-  GRAPH <http://deri.org/floorplan/> { ?loc lv:name ?locName }
-}
-"""
+# Where a given person is, with the names of the rooms and everybody seen there in the last 3 s
+# (a template: its parameter ?person is declared by a "# @param" line).
+TEMPLATE = (ROOT / "examples" / "queries" / "template-where-is.rq").read_text()
 
 
 def person(i: int) -> str:

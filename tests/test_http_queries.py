@@ -90,6 +90,19 @@ def test_bad_queries_and_arguments_are_400(live, params, text, needle) -> None:
     assert "bad" not in engine_of(live).queries
 
 
+def test_a_value_error_that_is_no_bad_argument_is_a_500(live, monkeypatch) -> None:
+    """Only ``ArgumentError`` is the client's fault: a bug raising a plain ValueError must not be
+    reported as a bad request."""
+    from cqels_endpoint.http.queries import QueryRegistry
+
+    def broken(self, *args, **kwargs):
+        raise ValueError("an internal invariant broke")
+
+    monkeypatch.setattr(QueryRegistry, "put", broken)
+    response = sparql_query(live, "q", Q1)
+    assert response.status == 500, response.text
+
+
 def test_bad_names_bodies_and_types(live) -> None:
     assert "query name" in live.put("/queries/-x", body=Q1, headers=SPARQL).error(400)["error"]
     response = live.put("/queries/q", body=Q1, headers={"Content-Type": "text/plain"})

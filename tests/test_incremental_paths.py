@@ -9,8 +9,10 @@ DISTINCT, GROUP BY or CONSTRUCT, replays a random stream history whose triples e
 and DSTREAM. The recompute oracle is pyoxigraph over the window graphs; as pyoxigraph answers a
 zero-length path from a constant that is in no triple of the window wrongly (``known_failures.py``),
 constant ends are only drawn with paths that cannot match zero triples (the path window follows the
-spec there: ``tests/test_path_operator.py`` and the W3C tests of the continuous suite). Shrunk
-failures are kept under ``tests/regressions/paths/``.
+spec there: ``tests/test_path_operator.py`` and the W3C tests of the continuous suite); and as it
+answers a negated property set whose ends are all bound by another pattern as an existence test
+(``ORACLE_DEVIATIONS``), such joins are not drawn. Shrunk failures are kept under
+``tests/regressions/paths/``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from cqels_endpoint import Engine
@@ -42,15 +44,41 @@ PATH_SHAPES = (
 OTHER_SHAPES = ("?b :v ?n", "?a :q ?c", "?b :p ?c")
 
 
+# Paths pyoxigraph counts once per matching triple only while one of their ends is free: with both
+# ends bound by another pattern it answers them as an existence test (known_failures.ORACLE_DEVIATIONS).
+COUNTED_PATHS = ("!(:q)", "!(:p|^:q)", "^!(:v)", "!(:v)")
+
+
+def oracle_counts(shapes: list[str]) -> bool:
+    """False when a counted path's end variables are all bound by the other shapes: the recompute
+    oracle is wrong there, so such queries are not drawn."""
+    for index, shape in enumerate(shapes):
+        subject, path, obj = shape.split(" . ")[0].split(" ")
+        if path not in COUNTED_PATHS:
+            continue
+        ends = {term for term in (subject, obj) if term[0] in "?_"}
+        others = {term for other in shapes[:index] + shapes[index + 1 :] for term in other.replace(" . ", " ").split(" ")}
+        if ends <= others:
+            return False
+    return True
+
+
+def shape_of(block: str) -> str:
+    return block[block.index("{ ") + 2 : block.rindex(" }")]
+
+
 @st.composite
 def path_queries(draw) -> str:
     if draw(st.booleans()):
         window = f"FROM STREAM <{draw(st.sampled_from(STREAMS))}> {draw(WINDOWS)}"
         shapes = draw(st.lists(st.sampled_from(PATH_SHAPES + OTHER_SHAPES), min_size=1, max_size=2, unique=True))
+        assume(oracle_counts(shapes))
         return PREFIX + f"SELECT *\n{window}\nWHERE {{ {' . '.join(shapes)} }}"
     body = draw(blocks(PATH_SHAPES))
     second = draw(blocks(PATH_SHAPES + OTHER_SHAPES)).replace("_:x", "_:y")
     extra = draw(st.sampled_from(("", "join", "optional", "union", "filter")))
+    if extra in ("join", "optional"):
+        assume(oracle_counts([shape_of(body), shape_of(second)]))
     if extra == "join":
         body += " " + second
     elif extra == "optional":

@@ -81,16 +81,20 @@ class Recorder(Sink):
 
 @st.composite
 def ticks(draw):
-    """Per tick: operations ("L"|"R", +1 row | -1 pick) applied in order."""
+    """Per tick: operations ("L"|"R", +1 row | -1 pick | 0 (pick, row)) applied in order."""
     result = []
     for _ in range(draw(st.integers(1, 12))):
         ops = []
         for _ in range(draw(st.integers(0, 6))):
             side = draw(st.sampled_from("LR"))
-            if draw(st.integers(0, 2)):
+            choice = draw(st.integers(0, 3))
+            if choice in (1, 2):
                 ops.append((side, 1, tuple((draw(VALUES), draw(MAYBE)) for _ in range(3))))
-            else:
+            elif choice == 0:
                 ops.append((side, -1, draw(st.integers(0, 50))))
+            else:
+                # A left row replaced under its lineage, as a group does when its aggregates change.
+                ops.append(("L", 0, (draw(st.integers(0, 50)), tuple((draw(VALUES), draw(MAYBE)) for _ in range(3)))))
         result.append(ops)
     return result
 
@@ -118,12 +122,24 @@ def test_operator_matches_twin_and_definition(kind, right_schema, with_condition
         for side, sign, payload in ops:
             port = 0 if side == "L" else 1
             schema = LEFT if port == 0 else right_schema
+
+            def make_row(payload):
+                # Hashed columns are bound in every row; the others may be unbound (None).
+                return tuple(value if name in keys else maybe for name, (value, maybe) in zip(schema, payload))
+
             if sign > 0:
                 next_lineage += 1
-                # Hashed columns are bound in every row; the others may be unbound (None).
-                row = tuple(value if name in keys else maybe for name, (value, maybe) in zip(schema, payload))
+                row = make_row(payload)
                 live[port][(next_lineage,)] = row
                 batches[port].append(Delta(row, 1, (next_lineage,)))
+            elif sign == 0:
+                pick, new_payload = payload
+                if live[port]:
+                    lineage = sorted(live[port])[pick % len(live[port])]
+                    row = make_row(new_payload)
+                    batches[port].append(Delta(live[port][lineage], -1, lineage))
+                    batches[port].append(Delta(row, 1, lineage))
+                    live[port][lineage] = row
             elif live[port]:
                 lineage = sorted(live[port])[payload % len(live[port])]
                 batches[port].append(Delta(live[port].pop(lineage), -1, lineage))
@@ -136,9 +152,10 @@ def test_operator_matches_twin_and_definition(kind, right_schema, with_condition
         want = expected(kind, live[0], live[1], right_schema, condition)
         assert relation(sinks[0].log) == want, f"tick {tau}"
         assert relation(sinks[1].log) == want, f"tick {tau} (twin)"
-        # Once per tick: at most one delta per left lineage, and no delta that cancels within the tick.
-        lineages = [d.lineage for d in sinks[0].tick]
-        assert len(lineages) == len(set(lineages))
+        # Once per tick: at most one delta per left lineage and sign (a replaced row: -old +new),
+        # and no delta that cancels within the tick.
+        signed = [(d.lineage, d.sign) for d in sinks[0].tick]
+        assert len(signed) == len(set(signed))
         assert Counter((d.row, d.lineage, d.sign) for d in sinks[0].tick) == Counter(
             (d.row, d.lineage, d.sign) for d in sinks[1].tick
         )

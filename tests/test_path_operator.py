@@ -95,6 +95,18 @@ def counted_alternative(path) -> bool:
     return False
 
 
+def has_sequence(path) -> bool:
+    """Whether ``path`` holds a sequence."""
+    match path:
+        case ast.PathSequence():
+            return True
+        case ast.PathInverse(inner) | ast.PathMod(path=inner):
+            return has_sequence(inner)
+        case ast.PathAlternative(options):
+            return any(has_sequence(o) for o in options)
+    return False
+
+
 def triples(drawn) -> list[tuple]:
     return [(s, constant_term(p), o) for s, p, o in drawn]
 
@@ -130,9 +142,12 @@ def test_the_evaluator_agrees_with_pyoxigraph(path, drawn, subject, obj, same) -
         obj = obj if obj in nodes else None
     same = same and subject is None and obj is None
     ours, theirs = evaluate(path, graph, subject, obj, same), oxigraph_pairs(path, graph, subject, obj, same)
-    if counted_alternative(path):
+    if counted_alternative(path) or (same and has_sequence(path)) or (subject is not None and obj is not None):
         # pyoxigraph's alternative is a set union of pairs, §18.4's a bag union (UNION): the engine
         # never asks it, as the translation turns such an alternative over a window into a UNION.
+        # And pyoxigraph answers a path whose two ends are fixed (two terms, or ``?x P1/P2 ?x``) as an
+        # existence test, where §18.4 counts: ``?x :p/!(^:p) ?x`` over ``:n :p, :q, :r :n`` is 2
+        # solutions, not 1 (known_failures.ORACLE_DEVIATIONS).
         assert set(ours) == set(theirs), write_path(path)
         assert all(ours[pair] >= theirs[pair] for pair in theirs), write_path(path)
     else:

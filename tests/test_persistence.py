@@ -154,7 +154,7 @@ def test_cqels_serve_restores_before_it_listens(tmp_path: Path) -> None:
         assert any("restored 1 stored query" in line for line in server.output)
         live = LiveEndpoint(server.base_url, None, None)
         assert live.get("/queries/where").json()["instances"][0]["query"] == "where/1"
-        assert "state shared by 1 query" in live.get("/queries/where/1").json()["explain"]
+        assert "read once for the 1 instance of the shared plan" in live.get("/queries/where/1").json()["explain"]
         events = [(1_000, f"<{person(0)}> <{LV}detectedAt> <{LV}kitchen> .\n")]
         assert push(live, events, headers=token).status == 200
         assert live.get("/queries/where/1").json()["emissions"] == 1  # the static data is back too

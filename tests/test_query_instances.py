@@ -102,10 +102,12 @@ def test_instances_are_named_by_number_or_as_given(live) -> None:
 
     one = live.get("/queries/where/carol").json()
     assert one["bindings"] == {"person": uri(person(3))}
-    assert "VALUES (?person)" in one["explain"] and "state shared by 3 queries" in one["explain"]
+    assert "read once for the 3 instances of the shared plan" in one["explain"]
+    assert "one operator graph for 3 instances" in one["explain"] and "instance table [?.instance ?person]" in one["explain"]
     details = live.get("/queries/where").json()
     assert [i["name"] for i in details["instances"]] == ["1", "2", "carol"]
-    assert details["sharing"] == {"window_states": 2}  # two stream triple patterns, three instances
+    # Two stream triple patterns, three instances in one plan.
+    assert details["sharing"] == {"window_states": 2, "plans": 1}
 
     assert live.delete("/queries/where/2").status == 204
     assert "where/2" not in engine_of(live).queries
@@ -201,22 +203,25 @@ def test_a_thousand_instances_share_windows_and_caches(live) -> None:
     assert response.status == 201, response.text
     assert len(response.json()["instances"]) == count
 
-    # One window state per stream triple pattern of the template, read by every instance.
-    assert engine.shared_windows.stats() == {"windows": 2, "readers": 2 * count}
-    assert live.get("/queries/where").json()["sharing"] == {"window_states": 2}
-    # The floorplan cache is built once and served to the other 999; the one-row VALUES cache of
-    # each instance is its own.
+    # One window state per stream triple pattern of the template, read once by the one operator
+    # graph of all the instances.
+    assert engine.shared_windows.stats() == {"windows": 2, "readers": 2}
+    assert engine.plan_sharing() == {"plans": 1, "instances": count}
+    assert live.get("/queries/where").json()["sharing"] == {"window_states": 2, "plans": 1}
+    assert len({id(engine.queries[f"where/{i + 1}"].evaluator.group) for i in range(count)}) == 1
+    # The floorplan cache is built once; the instances' parameters are rows of the plan's instance
+    # table, not caches.
     builds = engine.caches.build_counts()
-    assert builds["builds"] - builds_before["builds"] == 1 + count
-    assert builds["reused"] - builds_before["reused"] == count - 1
-    floorplan = [s for s in engine.cache_stats() if s["query"].startswith("where/") and s["rows"] == 6]
-    assert len(floorplan) == count
+    assert builds["builds"] - builds_before["builds"] == 1
+    assert builds["reused"] - builds_before["reused"] == 0
+    floorplan = [s for s in engine.cache_stats() if s["query"].startswith("where#")]
+    assert [s["rows"] for s in floorplan] == [6]
 
     # After a change, the floorplan cache is rebuilt once for all of them.
     live.update(f"INSERT DATA {{ GRAPH <{LV}> {{ <{LV}hall2> <{LV}name> \"Hall 2\" }} }}")
     assert engine.wait_for_caches(30)
     rebuilt = engine.caches.build_counts()
-    assert (rebuilt["builds"] - builds["builds"], rebuilt["reused"] - builds["reused"]) == (1, count - 1)
+    assert (rebuilt["builds"] - builds["builds"], rebuilt["reused"] - builds["reused"]) == (1, 0)
 
     # The shared windows follow events once, and each instance still sees its own person only.
     seen = {i: collect(engine.queries[f"where/{i + 1}"]) for i in (0, 1)}
@@ -226,12 +231,21 @@ def test_a_thousand_instances_share_windows_and_caches(live) -> None:
     assert normalised(seen[0]) == [(5_000, "ISTREAM", [(("locName", '"Lobby"'), ("other", f"<{person(0)}>"))]),
                                    (5_100, "ISTREAM", [(("locName", '"Lobby"'), ("other", f"<{person(1)}>"))])]
     assert [e.time for e in seen[1]] == [5_100]
-    assert "triple(s), state shared by 1000 queries" in live.get("/queries/where/1").json()["explain"]
+    explained = live.get("/queries/where/1").json()["explain"]
+    assert "triple(s), state read once for the 1000 instances of the shared plan" in explained
+    # Each window buffer and join index holds the two detections once, not once per instance.
+    buffers = engine.queries["where/1"].evaluator.group.evaluator.built.buffers
+    assert [len(buffer) for buffer in buffers.values()] == [2, 2]
+    assert "index_sizes=[1000, 2, 2, 7]" in explained
+    metrics = live.get("/metrics").text
+    assert 'cqels_shared_plans{kind="plans"} 1' in metrics and f'cqels_shared_plans{{kind="instances"}} {count}' in metrics
 
     # Deleting the template stops every instance and lets the shared state go.
     assert live.delete("/queries/where").status == 204
     assert not [name for name in engine.queries if name.startswith("where/")]
     assert engine.shared_windows.stats() == {"windows": 0, "readers": 0}
+    assert engine.plan_sharing() == {"plans": 0, "instances": 0}
+    assert not [s for s in engine.cache_stats() if s["query"].startswith("where")]
 
 
 @pytest.mark.parametrize("window", ["[RANGE 2s SLIDE 1s]", "[TRIPLES 3]", "[NOW]", "[RANGE 1500ms]"])

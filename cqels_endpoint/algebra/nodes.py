@@ -133,6 +133,17 @@ class Table(Node):
 
 
 @dataclass(frozen=True)
+class InstanceTable(Table):
+    """The instances of a stored template evaluated by one plan (``cqels_endpoint.instances``): a
+    ``VALUES`` of the template's parameters with the internal column ``?.instance`` first. Its rows
+    are set by the instance group while the plan runs, never computed from the store, so the static
+    split keeps it a cache of its own."""
+
+
+INSTANCE = Var(".instance")
+
+
+@dataclass(frozen=True)
 class Service(Node):
     name: IRI | Var
     pattern: Pattern

@@ -134,6 +134,7 @@ def query_families(context: Endpoint) -> list[Family]:
         latency.append(("_sum", labels, histogram.sum))
         latency.append(("_count", labels, histogram.count))
     sharing = engine.shared_windows.stats()
+    plans = engine.plan_sharing()
     builds = engine.caches.build_counts()
     return [
         Family("cqels_query_evaluations_total", "counter", "Evaluations of the continuous query.",
@@ -145,6 +146,10 @@ def query_families(context: Endpoint) -> list[Family]:
         Family("cqels_window_states", "gauge",
                "Window states kept; state=shared counts them once however many queries read them (readers).",
                [({"state": "shared"}, sharing["windows"]), ({"state": "readers"}, sharing["readers"])]),
+        Family("cqels_shared_plans", "gauge",
+               "Operator graphs evaluating the instances of templates (kind=plans), and those instances "
+               "(kind=instances).",
+               [({"kind": "plans"}, plans["plans"]), ({"kind": "instances"}, plans["instances"])]),
         Family("cqels_cache_builds_total", "counter",
                "Static cache builds: outcome=built ran the cache engine, outcome=reused served an identical "
                "cache's build of the same store version.",

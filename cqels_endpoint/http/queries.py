@@ -22,9 +22,11 @@ an instance sees what is among the last n of anybody, not the last n of its own 
 Every parameter must be bound, nothing else may be. An instance is named ``{name}/{instance}``
 (``instance`` the given name or the next number) in the engine, its results and ``/metrics``.
 
-Instances of one template share their window states and static caches in the engine
-(``runtime.sharing``, ``caches.rebuild``): a thousand instances keep one window state per stream
-pattern and build each static cache once.
+The instances of one template created together (no event in between) are evaluated by one
+operator graph (``cqels_endpoint.instances``): one window state and one window buffer per stream
+pattern, one join index per input, each static cache built once, and a table of the instances'
+parameter rows that the stream triples probe; ``explain`` of an instance shows that shared plan,
+or why its template needs a plan per instance.
 
 **Persistence.** Unless the server keeps its store in memory, the stored queries and instances are
 written to ``queries.json`` in the data directory after every change (a temporary file renamed over
@@ -47,7 +49,7 @@ import pyoxigraph as ox
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
 
 from cqels_endpoint.engine import ContinuousQuery, Engine, UnknownQueryError
-from cqels_endpoint.errors import CqelsError, PlanError, QuerySyntaxError
+from cqels_endpoint.errors import ArgumentError, CqelsError, PlanError, QuerySyntaxError
 from cqels_endpoint.http.auth import write_access
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.errors import bad_request, error_response, not_found, unsupported_media_type
@@ -120,17 +122,24 @@ def bound_text(text: str, where: int, terms: dict[str, ox.NamedNode | ox.Literal
     return f"{text[: where + 1]} VALUES ({variables}) {{ ({row}) }} {text[where + 1 :]}"
 
 
+def instances_text(text: str, where: int, params: tuple[str, ...]) -> tuple[str, int]:
+    """``text`` with an empty VALUES of ``params`` where ``bound_text`` puts the row, and the
+    VALUES' offset: the text of the plan the instances share (``Engine.register_instances``)."""
+    variables = " ".join(f"?{name}" for name in params)
+    return f"{text[: where + 1]} VALUES ({variables}) {{ }} {text[where + 1 :]}", where + 2
+
+
 def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:
     """A SPARQL 1.1 JSON result term (``uri`` or ``literal``); ``ValueError`` naming ``param`` otherwise."""
     if not isinstance(value, dict) or not isinstance(value.get("value"), str):
         msg = f'the binding of ?{param} must be an object like {{"type": "uri", "value": "http://…"}}, not {value!r}'
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     kind, text = value.get("type"), value["value"]
     if kind == "uri":
         try:
             return ox.NamedNode(text)
         except ValueError as error:
-            raise ValueError(f"?{param}: {text!r} is not an IRI ({error})") from None
+            raise ArgumentError(f"?{param}: {text!r} is not an IRI ({error})") from None
     if kind in ("literal", "typed-literal"):
         language, datatype = value.get("xml:lang"), value.get("datatype")
         try:
@@ -138,10 +147,10 @@ def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:
                 return ox.Literal(text, language=language)
             return ox.Literal(text, datatype=None if datatype is None else ox.NamedNode(datatype))
         except (ValueError, TypeError) as error:
-            raise ValueError(f"?{param}: bad literal {value!r} ({error})") from None
+            raise ArgumentError(f"?{param}: bad literal {value!r} ({error})") from None
     if kind == "bnode":
-        raise ValueError(f"?{param}: a blank node cannot be pre-bound (it would be a new node in the query); use an IRI")
-    raise ValueError(f'?{param}: unknown term type {kind!r}; use "uri" or "literal"')
+        raise ArgumentError(f"?{param}: a blank node cannot be pre-bound (it would be a new node in the query); use an IRI")
+    raise ArgumentError(f'?{param}: unknown term type {kind!r}; use "uri" or "literal"')
 
 
 # --------------------------------------------------------------------------- the registry
@@ -229,39 +238,40 @@ class QueryRegistry:
             if stored.error is not None:
                 raise _Conflict(f"query {name!r} failed to start ({stored.error}); store it again")
             if not stored.params:
-                raise ValueError(f"query {name!r} declares no parameters ('# @param ?var' lines): it has no instances")
+                raise ArgumentError(f"query {name!r} declares no parameters ('# @param ?var' lines): it has no instances")
             where = _where_start(stored.text)
-            planned: list[tuple[str, dict, str]] = []
+            planned: list[tuple[str, dict, dict, str]] = []
             number = stored.next_number
             for index, spec in enumerate(specs):
                 where_in = f"instance {index}: " if len(specs) > 1 else ""
                 short, number = self._instance_name(stored, spec, number, {p[0] for p in planned}, where_in)
                 bindings = spec.get("bindings")
                 if not isinstance(bindings, dict):
-                    raise ValueError(f'{where_in}give "bindings": {{"var": {{"type": "uri", "value": …}}}}')
+                    raise ArgumentError(f'{where_in}give "bindings": {{"var": {{"type": "uri", "value": …}}}}')
                 missing = [p for p in stored.params if p not in bindings]
                 if missing:
-                    raise ValueError(f"{where_in}parameters not bound: {', '.join('?' + p for p in missing)}")
+                    raise ArgumentError(f"{where_in}parameters not bound: {', '.join('?' + p for p in missing)}")
                 extra = [v for v in bindings if v not in stored.params]
                 if extra:
                     msg = f"{where_in}not parameters of {name!r}: {', '.join('?' + v for v in extra)} (it declares {', '.join('?' + p for p in stored.params)})"
-                    raise ValueError(msg)
+                    raise ArgumentError(msg)
                 try:
                     terms = {p: term_from_json(p, bindings[p]) for p in stored.params}
                 except ValueError as error:
-                    raise ValueError(f"{where_in}{error}") from None
-                planned.append((short, {p: bindings[p] for p in stored.params}, bound_text(stored.text, where, terms)))
-            started: list[Instance] = []
-            try:
-                for short, bindings, text in planned:
-                    query = self.engine.register(text, f"{name}/{short}", stored.r2s, stored.mode)
-                    started.append(Instance(short, bindings, query))
-            except BaseException:
-                for instance in started:
-                    self.engine.unregister(instance.query.name)
-                raise
-            for instance in started:
-                stored.instances[instance.name] = instance
+                    raise ArgumentError(f"{where_in}{error}") from None
+                planned.append((short, {p: bindings[p] for p in stored.params}, terms, bound_text(stored.text, where, terms)))
+            shared_text, values_at = instances_text(stored.text, where, stored.params)
+            queries = self.engine.register_instances(
+                shared_text,
+                values_at,
+                [(f"{name}/{short}", terms, text) for short, _bindings, terms, text in planned],
+                stored.r2s,
+                stored.mode,
+                group=name,
+            )
+            for (short, bindings, _terms, _text), query in zip(planned, queries):
+                stored.instances[short] = Instance(short, bindings, query)
+            started = [stored.instances[short] for short, *_ in planned]
             stored.next_number = number
             if save:
                 self._save()
@@ -269,14 +279,14 @@ class QueryRegistry:
 
     def _instance_name(self, stored: StoredQuery, spec: object, number: int, taken: set, where_in: str) -> tuple[str, int]:
         if not isinstance(spec, dict):
-            raise ValueError(f'{where_in}an instance is a JSON object {{"bindings": {{…}}, "name": …}}, not {spec!r}')
+            raise ArgumentError(f'{where_in}an instance is a JSON object {{"bindings": {{…}}, "name": …}}, not {spec!r}')
         given = spec.get("name")
         if given is None:
             while str(number) in stored.instances or str(number) in taken:
                 number += 1
             return str(number), number + 1
         if not isinstance(given, str) or not _NAME.match(given) or given in _RESERVED:
-            raise ValueError(f"{where_in}instance name {given!r}: use letters, digits, '_', '.', '~', '-' (not 'instances' or 'results')")
+            raise ArgumentError(f"{where_in}instance name {given!r}: use letters, digits, '_', '.', '~', '-' (not 'instances' or 'results')")
         if given in stored.instances or given in taken:
             raise _Conflict(f"{where_in}query {stored.name!r} already has an instance named {given!r}")
         return given, number
@@ -400,9 +410,8 @@ def _plan(error: PlanError) -> Response:
     return bad_request(f"the query cannot run continuously: {error}")
 
 
-@blueprint.errorhandler(ValueError)
-def _value(error: ValueError) -> Response:
-    # QuerySyntaxError is a SyntaxError, not a ValueError: it keeps the app's handler (line, column).
+@blueprint.errorhandler(ArgumentError)
+def _argument(error: ArgumentError) -> Response:
     return bad_request(str(error))
 
 
@@ -504,7 +513,11 @@ def _details(stored: StoredQuery) -> dict:
     details["instances"] = [_instance(stored.name, i, explain=False) for i in instances]
     # How many window states the instances keep between them (runtime.sharing): one per stream
     # pattern when they were registered together, however many instances there are.
-    details["sharing"] = {"window_states": len({w.state_key for i in instances for w in i.query.windows})}
+    # ``plans``: the operator graphs evaluating them (instances.py), one per batch created together.
+    details["sharing"] = {
+        "window_states": len({w.state_key for i in instances for w in i.query.windows}),
+        "plans": len({id(getattr(i.query.evaluator, "group", i.query.evaluator)) for i in instances}),
+    }
     return details
 
 

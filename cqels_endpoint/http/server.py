@@ -69,6 +69,11 @@ def _create(app, host: str, port: int, max_body_bytes: int | None, threads: int)
         # (and ``waitress.client_disconnected`` in the environ says so): an idle results stream
         # polls it to free its thread without waiting for its next write to fail.
         channel_request_lookahead=1,
+        # A client that stops reading makes the writing thread wait once this much output is
+        # buffered for it (waitress's default is 16 MB): a stalled results stream then fills its
+        # subscriber queue and is dropped after 1 MB, not 16. Larger responses stream at the
+        # client's pace.
+        outbuf_high_watermark=1 << 20,
     )
     for listener in _listeners(server):
         listener.channel_class = _Channel

@@ -20,7 +20,7 @@ cdef class _NegationCore:
     cdef dict right                  # lineage → (row, key)
     cdef dict right_index            # key → right lineages
     cdef dict matched                # right lineage → left lineages it matches
-    cdef set emitted                 # left lineages currently in the output
+    cdef dict emitted                # left lineage → the row of it currently in the output
     cdef dict dirty                  # left lineage → row, whose output may change this tick
     cdef readonly int64_t evaluations
 

@@ -50,7 +50,7 @@ cdef class _NegationCore:
         self.right = {}
         self.right_index = {}
         self.matched = {}
-        self.emitted = set()
+        self.emitted = {}
         self.dirty = {}
         self.evaluations = 0
 
@@ -172,12 +172,15 @@ cdef class _NegationCore:
         for lineage, row in dirty.items():
             entry = self.left.get(lineage)
             keep = entry is not None and bool(entry[2]) == self.wanted_matches
+            # An upstream group keeps its row's lineage when its aggregates change: the row kept
+            # under a lineage may differ from the one emitted before under it.
+            before = self.emitted.get(lineage)
+            if before is not None and (not keep or before != row):
+                del self.emitted[lineage]
+                out.append(_new_tuple(Delta, (before, -1, lineage)))
             if keep and lineage not in self.emitted:
-                self.emitted.add(lineage)
+                self.emitted[lineage] = row
                 out.append(_new_tuple(Delta, (row, 1, lineage)))
-            elif not keep and lineage in self.emitted:
-                self.emitted.remove(lineage)
-                out.append(_new_tuple(Delta, (row, -1, lineage)))
         return out
 
     def sizes(self):

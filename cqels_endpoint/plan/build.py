@@ -81,7 +81,8 @@ def build_operators(
                 operator = WindowBuffer(node.positions, label(node, "window buffer", source), on_release=on_release)
                 built.buffers[node.pattern_id] = operator
             case p.StaticCache():
-                operator = StaticCacheSource(node.schema, label(node, "static cache", source), on_release=on_release)
+                kind = "instance table" if node.instances else "static cache"
+                operator = StaticCacheSource(node.schema, label(node, kind, source), on_release=on_release)
                 built.caches.append((node, operator))
             case p.MultiwayJoin():
                 operator = MultiwayJoin([child.schema for child in node.inputs], label(node, "join", source))

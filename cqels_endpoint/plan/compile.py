@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.ties import break_ties
 from cqels_endpoint.algebra.variables import certainly_bound, contains_stream, in_scope, required_by
-from cqels_endpoint.errors import PlanError
+from cqels_endpoint.errors import PlanError, SharingError
 from cqels_endpoint.plan.caches import cache_sparql
 from cqels_endpoint.plan.nodes import (
     DistinctNode,
@@ -64,6 +64,8 @@ from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.patterns import StreamTriple
 from cqels_endpoint.terms import IRI, BlankNode, Var
 
+INSTANCE = n.INSTANCE.name
+
 # What users wrote, for the algebra nodes this issue has no incremental operator for.
 _UNSUPPORTED = {
     n.Service: "SERVICE around a stream pattern",
@@ -86,6 +88,13 @@ def unsupported(query: n.AlgebraQuery, construct: str, node: object) -> PlanErro
     return PlanError(
         f"{construct}{_where(query, node)} is not supported by incremental continuous queries; "
         'register the query with mode="recompute" to evaluate it by re-evaluation'
+    )
+
+
+def _not_shared(query: n.AlgebraQuery, construct: str, node: object) -> SharingError:
+    return SharingError(
+        f"{construct}{_where(query, node)} over the parameters of a template is not evaluated by one plan "
+        "for all its instances: each instance runs a plan of its own"
     )
 
 
@@ -178,6 +187,9 @@ class _Compiler:
         else:
             projection = tuple(v for v in in_scope(pattern) if not n.is_internal(v))
         columns = tuple(v.name for v in projection)
+        if top and INSTANCE in root.schema:
+            # A template's instances share this plan: each row says whose it is (instances.py).
+            columns += (INSTANCE,)
         span = None if top or project is None else project.span
         ordered = slice_ is not None or (top and order is not None)
         conditions = order.conditions if ordered and order is not None else ()
@@ -198,6 +210,8 @@ class _Compiler:
         else:
             root = self._project(root, columns + hidden, span)
         if slice_ is not None:
+            if INSTANCE in root.schema:
+                raise _not_shared(self.query, "a LIMIT or OFFSET", slice_)
             node = TopKNode(
                 self._id("K"), root.schema, slice_.span, conditions=conditions, tie_break=columns,
                 offset=slice_.start, limit=slice_.length, input=root,
@@ -296,6 +310,11 @@ class _Compiler:
         self._check_expressions(tuple(expr for _var, expr in pattern.keys))
         self._check_expressions(tuple(a.expr for _var, a in pattern.aggregates if a.expr is not None))
         keys = tuple((None if var is None else var.name, expr) for var, expr in pattern.keys)
+        if INSTANCE in child.schema:
+            if not keys:
+                # Without GROUP BY every instance has its one group even when nothing matches it.
+                raise _not_shared(self.query, "an aggregate without GROUP BY", pattern)
+            keys += ((INSTANCE, n.INSTANCE),)
         aggregates = tuple((var.name, aggregate) for var, aggregate in pattern.aggregates)
         named = tuple(name for name, _expr in keys if name is not None)
         schema = (*named, *(name for name, _aggregate in aggregates))
@@ -438,6 +457,15 @@ class _Compiler:
         return leaves
 
     def _cache(self, pattern: n.StaticPattern, graph: IRI | None) -> StaticCache:
+        if isinstance(pattern.pattern, n.InstanceTable) and graph is None:
+            table = pattern.pattern
+            schema = tuple(v.name for v in table.vars)
+            cache = StaticCache(self._id("C"), schema, pattern.span, pattern=table, instances=True)
+            self.certain[id(cache)] = frozenset(schema)  # every parameter of an instance is bound
+            self.caches.append(cache)
+            return cache
+        if any(isinstance(x, n.InstanceTable) for x in walk(pattern.pattern)):
+            raise _not_shared(self.query, "a pattern mixing the parameters with static data or filters", pattern)
         # A static sub-query's LIMIT keeps the solutions the recompute oracle's keeps.
         inner = break_ties(pattern.pattern)
         if graph is not None:

@@ -104,6 +104,8 @@ def _what(node: PlanNode) -> str:
             return f"path window {where}, the path re-evaluated over the window at each tick that changed it"
         case StreamLeaf(stream=stream, window=window, triple=triple):
             return f"window buffer {write_term(stream)} {format_window(window)} {{ {_triple(triple)} }}"
+        case StaticCache(instances=True):
+            return f"instance table [{columns}]: one row per instance of the template, set by the instances"
         case StaticCache(join_vars=join_vars):
             keys = " ".join("?" + k for k in join_vars) or "no join variables"
             return f"static cache [{columns}] joined on {keys}"

@@ -95,6 +95,8 @@ class StaticCache(PlanNode):
     pattern: n.Pattern | None = None
     join_vars: tuple[str, ...] = ()
     sparql: str = ""
+    # The instance table of a template's shared plan: rows set by its instances, not computed.
+    instances: bool = False
 
 
 @dataclass(eq=False)

@@ -13,15 +13,14 @@ origin, registration epoch)``; the engine bumps the epoch at every dispatched ev
 queries of one key each get a ``WindowReader``; the engine drives them in lockstep (it hands each
 event, advance and close to every query in turn, and identical queries make identical calls), so
 the first reader to make a call — the *leader* — applies it to the one state and logs its result,
-and the other readers replay that result instead of applying it again. An entry leaves the log
-once every reader has read it; with a single reader nothing is logged at all.
+and the other readers replay that result instead of applying it again (``CallLog``).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from cqels_endpoint.runtime.patterns import StreamTriple
@@ -37,8 +36,66 @@ def signature(patterns: Sequence[StreamTriple]) -> tuple:
 @dataclass(eq=False)
 class _Entry:
     call: tuple  # the call's arguments, checked by the readers that replay it
-    result: tuple
+    result: object
     unread: int  # readers that have not replayed it yet
+
+
+class CallLog:
+    """Calls that identical readers make in lockstep on one shared object.
+
+    Each reader holds a *position* (the number of its next call, from ``join``). The first reader
+    to make call k — the leader — applies it and logs the result for the others, which replay it
+    instead of applying it again; an entry leaves the log once every reader has read it, and with a
+    single reader nothing is logged at all.
+    """
+
+    def __init__(self, name: object) -> None:
+        self.name = name
+        self.readers = 0
+        self.log: deque[_Entry] = deque()
+        self.first = 0  # the call number of log[0]; calls are numbered from 0
+
+    @property
+    def next_call(self) -> int:
+        return self.first + len(self.log)
+
+    def join(self) -> int:
+        """A new reader: its position (it replays nothing made before it joined)."""
+        self.readers += 1
+        return self.next_call
+
+    def call(self, position: int, call: tuple, apply: Callable[[], object]) -> object:
+        """The result of call number ``position`` (``call`` names it; ``apply()`` makes it)."""
+        if position == self.next_call:
+            result = apply()
+            if self.readers > 1:
+                self.log.append(_Entry(call, result, self.readers - 1))
+            else:  # a lone reader logs nothing; its call still takes a number
+                self.first += 1
+            return result
+        entry = self.log[position - self.first]
+        if entry.call != call:
+            # Identical readers make identical calls; anything else is an engine bug, and replaying
+            # a result for another call would corrupt this reader's state silently.
+            msg = f"shared {self.name!r}: replayed {entry.call!r} for {call!r}"
+            raise AssertionError(msg)
+        entry.unread -= 1
+        self._trim()
+        return entry.result
+
+    def leave(self, position: int) -> int:
+        """A reader at ``position`` is gone: the entries it will never read stop waiting for it.
+        Returns how many readers are left."""
+        for entry in itertools.islice(self.log, max(position - self.first, 0), None):
+            entry.unread -= 1
+        self._trim()
+        self.readers -= 1
+        return self.readers
+
+    def _trim(self) -> None:
+        while self.log and self.log[0].unread == 0:
+            self.log.popleft()
+            self.first += 1
 
 
 @dataclass(eq=False)
@@ -47,13 +104,14 @@ class SharedWindow:
 
     key: Hashable
     state: WindowState
-    readers: int = 0
-    log: deque[_Entry] = field(default_factory=deque)
-    first: int = 0  # the call number of log[0]; calls are numbered from 0 per shared window
+    calls: CallLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.calls = CallLog(self.key)
 
     @property
-    def next_call(self) -> int:
-        return self.first + len(self.log)
+    def readers(self) -> int:
+        return self.calls.readers
 
 
 class WindowReader:
@@ -63,14 +121,15 @@ class WindowReader:
     def __init__(self, registry: SharedWindows, shared: SharedWindow) -> None:
         self._registry = registry
         self._shared = shared
-        self._position = shared.next_call
+        self._position = shared.calls.join()
         self._closed = False
 
     def offer(self, t: int, tau: int, tick: object, seqs: Iterator[int]) -> tuple[int | None, tuple[int, ...]]:
         """Inserts a triple at ``t`` if the window admits it at clock ``tau``: ``(seq, expired
         seqs)``, or ``(None, ())`` when it does not. ``seqs`` numbers a new insertion (leader only)."""
+        state = self._shared.state
 
-        def apply(state: WindowState) -> tuple:
+        def apply() -> tuple:
             if not state.admits(t, tau):
                 return (None, ())
             seq = next(seqs)
@@ -80,7 +139,8 @@ class WindowReader:
 
     def expire(self, tau: int, tick: object = None) -> tuple[int, ...]:
         """The seqs leaving the window before the evaluation at ``tau`` (``WindowState.expire``)."""
-        return self._call(("expire", tau, tick), lambda state: tuple(state.expire(tau, tick)))
+        state = self._shared.state
+        return self._call(("expire", tau, tick), lambda: tuple(state.expire(tau, tick)))
 
     def __len__(self) -> int:
         return len(self._shared.state)
@@ -104,40 +164,13 @@ class WindowReader:
         if self._closed:
             return
         self._closed = True
-        shared = self._shared
-        for entry in itertools.islice(shared.log, self._position - shared.first, None):
-            entry.unread -= 1
-        _trim(shared)
-        shared.readers -= 1
-        if shared.readers == 0:
-            self._registry._drop(shared)
+        if self._shared.calls.leave(self._position) == 0:
+            self._registry._drop(self._shared)
 
-    def _call(self, call: tuple, apply) -> tuple:
-        shared = self._shared
-        if self._position == shared.next_call:
-            result = apply(shared.state)
-            if shared.readers > 1:
-                shared.log.append(_Entry(call, result, shared.readers - 1))
-            else:  # a lone reader logs nothing; its call still takes a number
-                shared.first += 1
-        else:
-            entry = shared.log[self._position - shared.first]
-            if entry.call != call:
-                # Identical queries make identical calls; anything else is an engine bug, and
-                # replaying a result for another call would corrupt this query's window silently.
-                msg = f"shared window {shared.key!r}: replayed {entry.call!r} for {call!r}"
-                raise AssertionError(msg)
-            result = entry.result
-            entry.unread -= 1
-            _trim(shared)
+    def _call(self, call: tuple, apply: Callable[[], tuple]) -> tuple:
+        result = self._shared.calls.call(self._position, call, apply)
         self._position += 1
         return result
-
-
-def _trim(shared: SharedWindow) -> None:
-    while shared.log and shared.log[0].unread == 0:
-        shared.log.popleft()
-        shared.first += 1
 
 
 class SharedWindows:
@@ -156,7 +189,6 @@ class SharedWindows:
             shared = self._windows.get(key)
             if shared is None:
                 shared = self._windows[key] = SharedWindow(key, build_window(st.window))
-            shared.readers += 1
             readers.append(WindowReader(self, shared))
         return readers
 

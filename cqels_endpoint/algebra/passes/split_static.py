@@ -218,11 +218,19 @@ def _operands(join: n.Join) -> tuple[n.Pattern, ...]:
 
 def _split_join(join: n.Join, outside: frozenset[Var]) -> n.Join:
     operands = _operands(join)
-    atoms = [atom for i, o in enumerate(operands) if not contains_stream(o) for atom in _atoms(i, o)]
+    # An instance table is a cache of its own: its rows change with the instances, not the store.
+    atoms = [
+        atom
+        for i, o in enumerate(operands)
+        if not contains_stream(o) and not isinstance(o, n.InstanceTable)
+        for atom in _atoms(i, o)
+    ]
     pieces: list[tuple[tuple[int, int], n.Pattern, frozenset[Var], bool]] = []
     for i, operand in enumerate(operands):
         if contains_stream(operand):
             pieces.append(((i, 0), operand, frozenset(in_scope(operand)), True))
+        elif isinstance(operand, n.InstanceTable):
+            pieces.append(((i, 0), operand, frozenset(in_scope(operand)), False))
     for component in _components(atoms):
         pattern = _component_pattern(component, operands)
         key = (component[0].position, component[0].rank)

@@ -113,8 +113,9 @@ class Negation(NegationBase):
             matched = any(self._match(row, other) for other in right.values())
             if matched == (self.kind == EXISTS):
                 output[lineage] = row
-        gone = [Delta(row, -1, lineage) for lineage, row in sorted(self._output.items()) if lineage not in output]
-        new = [Delta(row, 1, lineage) for lineage, row in sorted(output.items()) if lineage not in self._output]
+        # A lineage may come back with another row (an upstream group's changed aggregates).
+        gone = [Delta(row, -1, lineage) for lineage, row in sorted(self._output.items()) if output.get(lineage) != row]
+        new = [Delta(row, 1, lineage) for lineage, row in sorted(output.items()) if self._output.get(lineage) != row]
         self._output = output
         self.emit(gone + new)
 
