@@ -151,6 +151,12 @@ EXPECTED_SPLITS = {
         ],
         [(["?l1", "?l2"], "(bgp (triple ?l1 :conn ?l2))")],
     ),
+    # The template of the stored-query examples (?person is its parameter, an ordinary variable in
+    # the query): one stream block of two patterns, the floorplan names joined on ?loc.
+    "template-where-is": (
+        [(RFID, RangeWindow(3_000), None, ["?person lv:detectedAt ?loc", "?other lv:detectedAt ?loc"])],
+        [(["?loc"], "(graph lv:\n  (bgp (triple ?loc lv:name ?locName)))")],
+    ),
     # RSP-QL windows: three stream patterns from FROM NAMED WINDOW, nothing static.
     "rspql-hourly-rate": (
         [
