@@ -459,9 +459,7 @@ class Engine:
             raise
         with self._lock:
             self._registering.discard(name)
-            if states:
-                evaluator.install_caches([(state.operator, build.rows) for state, build in zip(states, builds)])
-                evaluator.describe_cache = lambda node: self.caches.describe(name, node.id)
+            self._adopt_caches(name, evaluator, states, builds)
             windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
             query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms, windows)
             self.queries[name] = query
@@ -531,10 +529,10 @@ class Engine:
             raise
         with self._lock:
             self._registering.difference_update(names)
-            evaluator = instance_group.evaluator
-            if states:
-                evaluator.install_caches([(state.operator, build.rows) for state, build in zip(states, builds)])
-                evaluator.describe_cache = lambda node: self.caches.describe(instance_group.name, node.id)
+            self._adopt_caches(instance_group.name, instance_group.evaluator, states, builds)
+            # The windows are joined now, at the epoch the instances start (events may have come
+            # during the build), as ``register`` joins them.
+            instance_group.driver.windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
             self._groups_by_name[instance_group.name] = instance_group
             # Only instances of this epoch may join it later: later ones start from another history.
             self._instance_groups.setdefault((template, r2s, origin_ms, self._epoch), instance_group)
@@ -544,14 +542,20 @@ class Engine:
     def _new_group(
         self, group: str, template: str, algebra: n.AlgebraQuery, r2s: str, patterns: list[StreamTriple], origin_ms: int | None
     ) -> InstanceGroup:
+        """A group whose driver has no windows yet (``_register_shared`` joins them when it starts)."""
         from cqels_endpoint.incremental import IncrementalEvaluator
         from cqels_endpoint.instances import GroupDriver, InstanceGroup
 
         evaluator = IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
         name = f"{group}#{next(self._group_numbers)}"
-        windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
-        driver = GroupDriver(name, template, algebra, r2s, "incremental", patterns, evaluator, origin_ms, windows)
+        driver = GroupDriver(name, template, algebra, r2s, "incremental", patterns, evaluator, origin_ms)
         return InstanceGroup(driver, self._drop_group)
+
+    def _adopt_caches(self, name: str, evaluator: Evaluator, states: list[CacheState], builds: list[CacheBuild]) -> None:
+        """Installs the initial builds of the caches of ``name`` (a query or an instance group)."""
+        if states:
+            evaluator.install_caches([(state.operator, build.rows) for state, build in zip(states, builds)])
+            evaluator.describe_cache = lambda node: self.caches.describe(name, node.id)
 
     def _start_instances(self, instance_group: InstanceGroup, instances) -> list[ContinuousQuery]:
         from cqels_endpoint.instances import InstanceQuery

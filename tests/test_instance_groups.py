@@ -335,3 +335,56 @@ def test_an_instance_explains_its_shared_windows_and_schedule(store) -> None:
         assert "(this one is ?.instance 2 in C1)" in text
     finally:
         pair.close()
+
+
+def test_instances_whose_cache_build_outlasts_an_event_join_the_windows_after_it() -> None:
+    """Window readers are taken when the instances start, after their caches are built (as
+    ``register`` does): an event pushed during the build must not leave the group behind the
+    window states it shares with a query registered before the event."""
+    import threading
+
+    from cqels_endpoint.caches.engines import LocalCacheEngine
+
+    class Gated(LocalCacheEngine):
+        def __init__(self) -> None:
+            self.gate, self.started, self.holding = threading.Event(), threading.Event(), False
+
+        def build(self, cache, query, static):
+            if self.holding:
+                self.started.set()
+                assert self.gate.wait(10)
+            return super().build(cache, query, static)
+
+    store = StaticStore()
+    store.load(str(FLOORPLAN))
+    template = prefixed(SHARED["join"], "[RANGE 3s]")
+    pair = Pair(store, template, "ISTREAM")
+    gated = Gated()
+    pair.shared.close()
+    pair.shared = Engine(store, cache_engine=gated)
+    try:
+        # The same stream patterns registered before the event: a window state shared at this epoch.
+        (_, terms, text) = pair.batch([1], ["plain"])[0]
+        pair.got["plain"] = collect(pair.shared.register(text, "plain"))
+        pair.expected["plain"] = collect(pair.alone.register(text, "plain", mode="recompute"))
+        # A write to another graph: the instances' floorplan cache is built anew, not reused.
+        store.update("INSERT DATA { GRAPH <http://example.org/other> { <http://example.org/a> <http://example.org/b> 1 } }")
+        gated.holding = True
+        added: list = []
+        worker = threading.Thread(target=lambda: added.extend(pair.shared.register_instances(
+            pair.text, pair.values_at, pair.batch([0, 1]), "ISTREAM", group="t")))
+        worker.start()
+        assert gated.started.wait(10)
+        pair.event(1_000, 0, 0)  # during the build
+        gated.gate.set()
+        worker.join(10)
+        assert [q.name for q in added] == ["t/2", "t/3"]
+        for query, (name, _terms, instance_text) in zip(added, pair.batch([0, 1])):
+            pair.got[query.name] = collect(query)
+            pair.expected[query.name] = collect(pair.alone.register(instance_text, query.name, mode="recompute"))
+        for number in range(30):
+            pair.event(1_200 + 150 * number, number % 5, number % 6)
+        pair.advance(20_000)
+        assert pair.check() > 0
+    finally:
+        pair.close()

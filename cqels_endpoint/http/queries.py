@@ -117,16 +117,19 @@ def _check_used(text: str, params: tuple[str, ...], where: int) -> None:
 def bound_text(text: str, where: int, terms: dict[str, ox.NamedNode | ox.Literal]) -> str:
     """``text`` with ``terms`` pre-bound: a one-row VALUES first in the group of the WHERE,
     inserted on the same line so that the positions of the template's errors stay meaningful."""
-    variables = " ".join(f"?{name}" for name in terms)
-    row = " ".join(str(term) for term in terms.values())
-    return f"{text[: where + 1]} VALUES ({variables}) {{ ({row}) }} {text[where + 1 :]}"
+    return _with_values(text, where, tuple(terms), "(" + " ".join(str(term) for term in terms.values()) + ")")[0]
 
 
 def instances_text(text: str, where: int, params: tuple[str, ...]) -> tuple[str, int]:
     """``text`` with an empty VALUES of ``params`` where ``bound_text`` puts the row, and the
     VALUES' offset: the text of the plan the instances share (``Engine.register_instances``)."""
+    return _with_values(text, where, params, "")
+
+
+def _with_values(text: str, where: int, params: tuple[str, ...], rows: str) -> tuple[str, int]:
+    """``text`` with ``VALUES (?params) { rows }`` first in the group opening at ``where``, and its offset."""
     variables = " ".join(f"?{name}" for name in params)
-    return f"{text[: where + 1]} VALUES ({variables}) {{ }} {text[where + 1 :]}", where + 2
+    return f"{text[: where + 1]} VALUES ({variables}) {{ {rows} }} {text[where + 1 :]}", where + 2
 
 
 def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:
