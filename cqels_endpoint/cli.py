@@ -147,7 +147,7 @@ def _add_serve(commands) -> None:
     _switch(serve, "--memory", "keep the store in memory only (gone at exit); --data-dir is ignored")
     _option(serve, "--auth-token", "require 'Authorization: Bearer TOKEN' on every write", metavar="TOKEN")
     _option(
-        serve, "--query-timeout", "stop a one-shot query after this many seconds", type=float,
+        serve, "--query-timeout", "stop a one-shot query after this many seconds (0: never)", type=float,
         default=DEFAULT_QUERY_TIMEOUT, metavar="SECONDS",
     )
     _option(

@@ -10,7 +10,7 @@ field                    flag                       environment                 
 ``data_dir``             ``--data-dir``             ``CQELS_DATA_DIR``             ``./cqels-data``
 ``memory``               ``--memory``               ``CQELS_MEMORY``               off (keep the store on disk)
 ``auth_token``           ``--auth-token``           ``CQELS_AUTH_TOKEN``           none (writes open)
-``query_timeout``        ``--query-timeout``        ``CQELS_QUERY_TIMEOUT``        30 seconds
+``query_timeout``        ``--query-timeout``        ``CQELS_QUERY_TIMEOUT``        30 seconds (0: none)
 ``max_body_mb``          ``--max-body-mb``          ``CQELS_MAX_BODY_MB``          64 MiB
 ``allow_remote``         ``--allow-remote``         ``CQELS_ALLOW_REMOTE``         off (LOAD/SERVICE refused)
 ``demo``                 ``--demo``                 ``CQELS_DEMO``                 off
@@ -80,7 +80,7 @@ class ServerConfig:
     data_dir: Path = DEFAULT_DATA_DIR
     memory: bool = False  # True: an in-memory store, data_dir unused
     auth_token: str | None = None  # when set, every write needs "Authorization: Bearer <token>"
-    query_timeout: float = DEFAULT_QUERY_TIMEOUT  # seconds per one-shot query
+    query_timeout: float = DEFAULT_QUERY_TIMEOUT  # seconds per one-shot query; 0: none
     max_body_mb: float = DEFAULT_MAX_BODY_MB  # request bodies larger than this get 413
     allow_remote: bool = False  # allow LOAD <http…> and SERVICE <http…>
     demo: bool = False  # load examples/data into an empty store at start
@@ -98,8 +98,8 @@ class ServerConfig:
         if not 0 <= self.port <= 65535:
             msg = f"port {self.port} is out of range; use 0..65535 (0 picks a free port)"
             raise ValueError(msg)
-        if not self.query_timeout > 0:
-            msg = f"query timeout must be a positive number of seconds, not {self.query_timeout}"
+        if not self.query_timeout >= 0:
+            msg = f"query timeout must be a number of seconds (0 for none), not {self.query_timeout}"
             raise ValueError(msg)
         if not self.max_body_mb > 0:
             msg = f"body limit must be a positive number of MiB, not {self.max_body_mb}"

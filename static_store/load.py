@@ -5,17 +5,18 @@ Two paths, because they trade memory differently:
 - ``parse_graph`` reads a Graph Store Protocol body or a ``LOAD``ed document into a list of
   pyoxigraph quads, so the caller writes them through a ``WriteBatch`` (exact set differences,
   undoable inside an Update request).
-- ``bulk_load`` hands a whole file to pyoxigraph's ``Store.load`` — one transaction, so a syntax
-  error anywhere leaves the store untouched — and learns the exact number of new quads per graph
-  by counting the touched graphs before and after (in Rust, with SPARQL ``COUNT``). A load only
-  adds, so ``after − before`` is exactly the set difference; the caller holds the write lock, so
-  nothing else moves the counts meanwhile.
+- ``bulk_load`` hands a whole file to pyoxigraph's bulk loader, after a first parse that writes
+  nothing (so a syntax error anywhere leaves the store untouched), and learns the exact number of
+  new quads per graph by counting the touched graphs before and after (in Rust, with SPARQL
+  ``COUNT``). A load only adds, so ``after − before`` is exactly the set difference; the caller
+  holds the write lock, so nothing else moves the counts meanwhile.
 """
 
 from __future__ import annotations
 
 import io
 import re
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
@@ -147,25 +148,32 @@ def bulk_load(
     base_iri: str | None,
     progress: bool,
 ) -> dict[str | None, tuple[int, int]]:
-    """Load a whole document in one transaction; returns ``{graph: (added, 0)}`` for the graphs it grew.
+    """Load a whole document with pyoxigraph's bulk loader; returns ``{graph: (added, 0)}`` for the graphs it grew.
 
-    Triples go into ``graph``; the named graphs of a TriG/N-Quads document keep their names.
+    Triples go into ``graph``; the named graphs of a TriG/N-Quads document keep their names. The bulk
+    loader writes as it parses, so the document is parsed once before (in Rust, nothing kept): a
+    syntax error anywhere still writes nothing.
     """
     # A triple syntax can only touch ``graph``; a dataset syntax may touch any graph.
     touched = None if fmt.supports_datasets else [graph]
-    before = graph_sizes(store, touched)
     size = source.stat().st_size if isinstance(source, Path) else len(source)
-    bar = _progress_bar(size, source, progress)
+    bar = _progress_bar(2 * size, source, progress)  # two passes over the bytes
     try:
         with _open(source) as raw:
-            reader = ProgressReader(raw, bar) if bar is not None else raw
-            store.load(reader, format=fmt, base_iri=base_iri, to_graph=graph)
+            deque(ox.parse(_reader(raw, bar), format=fmt, base_iri=base_iri), maxlen=0)
+        before = graph_sizes(store, touched)
+        with _open(source) as raw:
+            store.bulk_load(_reader(raw, bar), format=fmt, base_iri=base_iri, to_graph=graph)
     except SyntaxError as error:
         raise rdf_syntax_error(error, fmt, _describe(source)) from None
     finally:
         if bar is not None:
             bar.close()
     return growth(before, graph_sizes(store, touched))
+
+
+def _reader(raw: BinaryIO, bar) -> BinaryIO:
+    return ProgressReader(raw, bar) if bar is not None else raw
 
 
 def growth(before: dict[GraphTerm, int], after: dict[GraphTerm, int]) -> dict[str | None, tuple[int, int]]:

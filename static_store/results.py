@@ -23,11 +23,11 @@ SOLUTIONS_TRANSPORT = ox.QueryResultsFormat.JSON
 GRAPH_TRANSPORT = ox.RdfFormat.N_TRIPLES
 
 
-def serialize_evaluation(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples) -> bytes:
-    """A fresh pyoxigraph result in the transport syntax of its kind."""
+def serialize_evaluation(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples, output=None) -> bytes | None:
+    """A fresh pyoxigraph result in the transport syntax of its kind: as bytes, or written to ``output``."""
     if isinstance(result, ox.QueryTriples):
-        return result.serialize(format=GRAPH_TRANSPORT)
-    return result.serialize(format=SOLUTIONS_TRANSPORT)
+        return result.serialize(output, format=GRAPH_TRANSPORT)
+    return result.serialize(output, format=SOLUTIONS_TRANSPORT)
 
 
 class QueryResult:

@@ -36,7 +36,8 @@ def test_health(live_endpoint) -> None:
     live_endpoint.reset()
     live_endpoint.update(f"INSERT DATA {{ <{EX}s> <{EX}p> 1, 2 }}")
     body = live_endpoint.get("/health").json()
-    assert body == {"status": "ok", "quads": 2, "version": live_endpoint.store.version}
+    assert body == {"status": "ok", "version": live_endpoint.store.version}
+    assert "cqels_store_quads 2\n" in live_endpoint.get("/metrics").text
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ def store_families(context: Endpoint) -> list[Family]:
     return [
         Family("cqels_store_version", "gauge", "Version of the static store, bumped by every write that changed it.",
                [({}, store.version)]),
-        Family("cqels_store_quads", "gauge", "Quads in the static store, all graphs.", [({}, len(store))]),
+        Family("cqels_store_quads", "gauge", "Quads in the static store, all graphs.", [({}, store.quad_count())]),
     ]
 
 
