@@ -66,7 +66,8 @@ class QueryShape:
 @dataclass(frozen=True)
 class UpdateShape:
     """``data_kind`` is INSERT or DELETE when every operation of the request is an ``INSERT DATA``
-    (or every one a ``DELETE DATA``) without blank nodes in a deletion, else None.
+    (or every one a ``DELETE DATA``), without blank nodes in a deletion nor blank node labels in a
+    request of several operations (which the project's checks look at), else None.
 
     ``data_keywords`` are the offsets of the ``DELETE`` keywords of a DELETE DATA request.
     """
@@ -119,6 +120,8 @@ def update_shape(text: str) -> UpdateShape:
     """Whether ``text`` is a pure INSERT DATA or DELETE DATA request (see ``UpdateShape``)."""
     kinds = set()
     deletes = []
+    operations = 0
+    labelled = False  # a blank node label: the project's checks refuse one shared by two operations
     depth = 0
     previous: tuple[str, int, int] | None = None  # the top-level keyword before, with its offsets
     for kind, value, start, end in _words(text):
@@ -127,10 +130,13 @@ def update_shape(text: str) -> UpdateShape:
         elif kind == "other" and value == "}":
             depth -= 1
         elif depth > 0:
+            if kind == "bnode":
+                labelled = True
             if kind == "bnode" or value == "[":
                 kinds.add("BLANK")
         elif kind == "name" and value == "DATA" and previous is not None and previous[0] in ("INSERT", "DELETE"):
             kinds.add(previous[0])
+            operations += 1
             if previous[0] == "DELETE":
                 deletes.append(previous[1:])
         elif kind == "name" and value in ("INSERT", "DELETE"):
@@ -142,7 +148,7 @@ def update_shape(text: str) -> UpdateShape:
         else:
             return UpdateShape(None, ())
         previous = (value, start, end) if kind == "name" else None
-    if kinds == {"INSERT"} or kinds == {"INSERT", "BLANK"}:
+    if kinds == {"INSERT"} or kinds == {"INSERT", "BLANK"} and not (labelled and operations > 1):
         return UpdateShape("INSERT", ())
     if kinds == {"DELETE"}:
         return UpdateShape("DELETE", tuple(deletes))

@@ -3,6 +3,7 @@ parameters, result negotiation, and the 4xx/5xx answers for what cannot be run."
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.parse
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from conftest import LiveEndpoint
 
 EX = "http://example.org/"
+XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 DATA = f"""
 <{EX}alice> <{EX}name> "Alice" ; <{EX}knows> <{EX}bob> .
 <{EX}bob> <{EX}name> "Bob" .
@@ -291,3 +293,31 @@ def test_a_query_past_its_timeout_is_stopped_with_503(endpoint_factory) -> None:
     assert elapsed < 5
     # The endpoint goes on answering.
     assert slow.get("/query", params={"query": "ASK { ?s ?p 7 }"}).json()["boolean"] is True
+
+
+def test_lookups_keep_answering_while_a_runaway_is_stopped(endpoint_factory) -> None:
+    server = endpoint_factory(query_timeout=2)
+    triples = "".join(f"<{EX}s{i}> <{EX}p> {i} .\n" for i in range(200)).encode()
+    assert server.put_graph(None, triples, "text/turtle").status == 201
+    runaway = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
+    outcome = {}
+
+    def run() -> None:
+        started = time.monotonic()
+        outcome["status"] = server.get("/query", params={"query": runaway}).status
+        outcome["seconds"] = time.monotonic() - started
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    lookups = []
+    while thread.is_alive():
+        started = time.monotonic()
+        response = server.get("/query", params={"query": f"SELECT ?o WHERE {{ <{EX}s7> ?p ?o }}"})
+        lookups.append(time.monotonic() - started)
+        assert response.json()["results"]["bindings"] == [{"o": {"type": "literal", "value": "7",
+                                                                 "datatype": XSD_INTEGER}}]
+        time.sleep(0.02)
+    thread.join()
+    assert outcome["status"] == 503 and 2 <= outcome["seconds"] < 3
+    assert len(lookups) > 20
+    assert max(lookups) < 0.5  # nothing waited behind the runaway's 2 s

@@ -281,8 +281,49 @@ def test_a_child_deadlocked_on_an_inherited_lock_is_forked_again():
             return b"evaluated"
 
     started = time.monotonic()
-    assert evaluate_in_child(evaluate, 5, threading.RLock()) == b"evaluated"
+    assert evaluate_in_child(evaluate, 5) == b"evaluated"
     assert time.monotonic() - started < 2
+    assert children() == before
+
+
+STREAMING_RUNAWAY = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # 3000^3 rows, produced as it goes
+
+
+def test_a_streaming_query_is_stopped_in_process(big_store, monkeypatch):
+    def no_fork():
+        raise AssertionError("a query whose rows stream must not fork")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    started = time.monotonic()
+    with pytest.raises(QueryTimeoutError, match="longer than 1 s"):
+        big_store.query(STREAMING_RUNAWAY, timeout=1)
+    assert 1 <= time.monotonic() - started < 2
+
+
+def test_lookups_answer_while_a_runaway_runs(big_store):
+    # The runaway (ORDER BY: nothing before its end) runs in a child; lookups never wait for it.
+    before = children()
+    outcome = []
+
+    def runaway():
+        started = time.monotonic()
+        try:
+            big_store.query(EXPENSIVE, timeout=2)
+        except QueryTimeoutError:
+            outcome.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=runaway)
+    thread.start()
+    lookups = []
+    while thread.is_alive():
+        started = time.monotonic()
+        assert big_store.query(f"ASK {{ <{EX}s7> <{EX}p> ?n }}", timeout=2).boolean is True
+        lookups.append(time.monotonic() - started)
+        time.sleep(0.02)
+    thread.join()
+    assert outcome and 2 <= outcome[0] < 3
+    assert len(lookups) > 20
+    assert max(lookups) < 0.5  # far from the runaway's 2 s: nothing queued behind it
     assert children() == before
 
 

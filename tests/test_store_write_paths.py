@@ -1,0 +1,147 @@
+"""The store's fast write paths against its general ones, which the W3C update suites check.
+
+INSERT DATA / DELETE DATA requests parsed by pyoxigraph alone, and large Graph Store Protocol POSTs
+merged by pyoxigraph and counted by graph sizes, must leave the same store and report the same
+change events as the project's own update engine and its quad-by-quad merge. The version log must
+give back after a restart what the store reported.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import static_store.store as store_module
+from cqels_endpoint.errors import QuerySyntaxError, RdfSyntaxError
+from static_store import StaticStore
+from static_store.shape import UpdateShape
+
+EX = "http://example.org/"
+SUBJECTS = [f"<{EX}s{i}>" for i in range(3)] + ["ex:s3"]
+OBJECTS = [f"<{EX}o{i}>" for i in range(2)] + ['"x"', '"x"@en', "42", "4.2e1", "true", "ex:o2"]
+GRAPHS = [None, f"<{EX}g1>", "ex:g2"]
+
+
+@st.composite
+def data_requests(draw):
+    """An INSERT DATA or DELETE DATA request of one to three operations over a small vocabulary."""
+    kind = draw(st.sampled_from(["INSERT", "DELETE"]))
+    operations = []
+    for _ in range(draw(st.integers(1, 3))):
+        blocks: dict = {}
+        for _ in range(draw(st.integers(0, 4))):
+            subject = draw(st.sampled_from(SUBJECTS + (["_:b", "[]"] if kind == "INSERT" else [])))
+            triple = f"{subject} ex:p{draw(st.integers(0, 1))} {draw(st.sampled_from(OBJECTS))} ."
+            blocks.setdefault(draw(st.sampled_from(GRAPHS)), []).append(triple)
+        body = " ".join(
+            " ".join(triples) if graph is None else f"GRAPH {graph} {{ {' '.join(triples)} }}"
+            for graph, triples in blocks.items()
+        )
+        operations.append(f"{kind} DATA {{ {body} }}")
+    return f"PREFIX ex: <{EX}>\n" + " ;\n".join(operations)
+
+
+def _without_blank_labels(store: StaticStore) -> list[str]:
+    return sorted(str(q) if not isinstance(q.subject, ox.BlankNode) else f"_ {q.predicate} {q.object} {q.graph_name}"
+                  for q in store)
+
+
+def _summary(event):
+    return None if event is None else (event.version, event.changes)
+
+
+def _outcome(store: StaticStore, text: str):
+    """The change event of an update, or the error it raised."""
+    try:
+        return _summary(store.update(text))
+    except QuerySyntaxError as error:
+        return str(error)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(data_requests(), min_size=1, max_size=6))
+def test_data_requests_match_the_update_engine(requests):
+    with StaticStore() as fast, StaticStore() as general:
+        for text in requests:
+            fast_outcome = _outcome(fast, text)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(store_module, "update_shape", lambda _: UpdateShape(None, ()))
+                assert _outcome(general, text) == fast_outcome
+        assert _without_blank_labels(fast) == _without_blank_labels(general)
+        assert fast.named_graphs() == general.named_graphs()
+
+
+def test_a_bad_data_request_is_located_and_writes_nothing():
+    with StaticStore() as store:
+        with pytest.raises(QuerySyntaxError) as raised:
+            store.update(f"INSERT DATA {{\n  <{EX}a> <{EX}p> 1 .\n  <{EX}a> <{EX}p> ?x }}")
+        assert raised.value.lineno == 3
+        with pytest.raises(QuerySyntaxError):
+            store.update(f"DELETE DATA {{ _:b <{EX}p> 1 }}")  # no blank nodes in DELETE DATA
+        assert len(store) == 0 and store.version == 0
+
+
+def _ntriples(count: int, offset: int = 0) -> bytes:
+    lines = (f'<{EX}s{i}> <{EX}p> "value {i}" .\n' for i in range(offset, offset + count))
+    return ("".join(lines) + f'_:b <{EX}p> "blank" .\n').encode()
+
+
+@pytest.mark.parametrize("graph", [None, EX + "g"])
+def test_large_posts_match_the_quad_by_quad_merge(graph, monkeypatch):
+    bodies = [_ntriples(500), _ntriples(500, 250), _ntriples(0), _ntriples(500)]
+    with StaticStore() as general:
+        expected = [(created, _summary(event)) for created, event in
+                    (general.post_graph(graph, body, "application/n-triples") for body in bodies)]
+        contents = _without_blank_labels(general)
+    monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
+    with StaticStore() as large:
+        got = [(created, _summary(event)) for created, event in
+               (large.post_graph(graph, body, "application/n-triples") for body in bodies)]
+        assert got == expected
+        assert _without_blank_labels(large) == contents
+
+
+def test_a_malformed_large_post_writes_nothing(monkeypatch):
+    monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
+    with StaticStore() as store:
+        with pytest.raises(RdfSyntaxError) as raised:
+            store.post_graph(EX + "g", _ntriples(100) + b"<oops> .\n", "application/n-triples")
+        assert raised.value.line == 102
+        assert len(store) == 0 and store.version == 0 and not store.has_graph(EX + "g")
+
+
+# --------------------------------------------------------------------------- the version log
+
+
+def test_versions_survive_a_restart_through_the_log(tmp_path):
+    with StaticStore(tmp_path) as store:
+        store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}")
+        store.update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}a> <{EX}p> 2 }} }}")
+        store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 3 }}")
+        # Each commit appended a line; the snapshot is written when the store opens and closes only.
+        assert len((tmp_path / "versions.log").read_text().splitlines()) == 3
+        assert json.loads((tmp_path / "versions.json").read_text())["version"] == 0
+    with StaticStore(tmp_path) as store:
+        assert (store.version, store.graph_version(None), store.graph_version(EX + "g")) == (3, 3, 2)
+
+
+def test_a_line_cut_short_by_a_crash_is_ignored(tmp_path):
+    with StaticStore(tmp_path) as store:
+        store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}")
+    (tmp_path / "versions.log").write_text('{"v": 2, "g": [null]}\n{"v": 3, "g"')
+    with StaticStore(tmp_path) as store:
+        assert store.version == 2
+
+
+def test_a_log_older_than_the_snapshot_moves_nothing_back(tmp_path):
+    # A crash between writing the snapshot and emptying the log leaves lines the snapshot holds.
+    with StaticStore(tmp_path) as store:
+        for value in range(3):
+            store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> {value} }}")
+    (tmp_path / "versions.log").write_text('{"v": 1, "g": [null]}\n')
+    with StaticStore(tmp_path) as store:
+        assert (store.version, store.graph_version(None)) == (3, 3)
