@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from static_store.convert import GraphTerm, graph_name
+from static_store.load import graph_sizes
 
 log = logging.getLogger(__name__)
 
@@ -96,12 +97,17 @@ class WriteBatch:
 
     Every method returns how many quads it really changed. ``rollback()`` restores the store
     (content and the existence of named graphs) as it was when the batch began.
+
+    A batch that is not ``undoable`` (one operation: nothing after it can fail and undo it) clears a
+    graph by counting it in Rust and dropping it in one call, without holding its quads in Python.
     """
 
-    def __init__(self, store: ox.Store):
+    def __init__(self, store: ox.Store, *, undoable: bool = True):
         self._store = store
+        self._undoable = undoable
         self._added: dict[GraphTerm, set[ox.Quad]] = {}
         self._removed: dict[GraphTerm, set[ox.Quad]] = {}
+        self._cleared: dict[GraphTerm, int] = {}  # quads counted, not kept, by a batch not undoable
         # Named graphs whose existence this batch may have changed → whether they existed before.
         self._existed: dict[GraphTerm, bool] = {}
 
@@ -129,6 +135,12 @@ class WriteBatch:
 
     def clear(self, graph: GraphTerm) -> int:
         """Delete every quad of ``graph``; a named graph keeps existing (CLEAR)."""
+        if not self._undoable:
+            count = graph_sizes(self._store, [graph])[graph]
+            if count:
+                self._store.clear_graph(graph)
+                self._cleared[graph] = self._cleared.get(graph, 0) + count
+            return count
         quads = list(self._store.quads_for_pattern(None, None, None, graph))
         if quads:
             self._store.clear_graph(graph)  # one call rather than one removal per quad
@@ -162,13 +174,11 @@ class WriteBatch:
 
     def counts(self) -> dict[str | None, tuple[int, int]]:
         """``{graph: (added, removed)}`` of the net effect so far, unchanged graphs included as (0, 0)."""
-        graphs = set(self._added) | set(self._removed)
+        graphs = set(self._added) | set(self._removed) | set(self._cleared)
         return {
-            graph_name(g): (len(self._added.get(g, ())), len(self._removed.get(g, ()))) for g in graphs
+            graph_name(g): (len(self._added.get(g, ())), len(self._removed.get(g, ())) + self._cleared.get(g, 0))
+            for g in graphs
         }
-
-    def changed(self) -> bool:
-        return any(self._added.values()) or any(self._removed.values())
 
     def rollback(self) -> None:
         """Undo the batch: remove what it added, restore what it removed, then graph existence."""

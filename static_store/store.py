@@ -6,10 +6,15 @@ queries never take it. Every write that changes the content commits, bumps ``ver
 then, still under the lock so observers see versions in order, emits exactly one ``ChangeEvent``.
 A write that changes nothing emits nothing. Observers should be quick (schedule work, do not do it).
 
-pyoxigraph's Python API has no multi-statement transaction, so an Update request is applied
-operation by operation (and undone as a whole if one fails): a query evaluated in-process while
-such a request runs may see the state between two of its operations. A query with a timeout forks
-under the write lock and therefore always sees whole requests.
+Queries go to pyoxigraph unparsed unless they need the project's checks (``shape``), in this
+process under a deadline or, for shapes that compute long before their first row, in a forked
+child (``timeout``). Writes avoid holding quads in Python where pyoxigraph can do the work: an
+INSERT DATA / DELETE DATA request is parsed by pyoxigraph and applied in one transaction, a large
+GSP POST is merged by pyoxigraph and counted by graph sizes, a load uses its bulk loader.
+
+Other Update requests run through the project's engine (``update``). pyoxigraph's Python API has
+no multi-statement transaction, so such a request is applied operation by operation (and undone as
+a whole if one fails): a query running meanwhile may see the state between two of its operations.
 
 On disk, ``path`` is a directory the store owns: the pyoxigraph (RocksDB) database lives in
 ``path/oxigraph`` and the version counters in ``path/versions.json`` and ``path/versions.log``
@@ -233,7 +238,7 @@ class StaticStore:
             )
             request.run()
 
-        return self._write(run)[1]
+        return self._write(run, undoable=len(parsed.operations) > 1)[1]
 
     def put_graph(
         self, graph: str | None, data: bytes | str, media_type: str, base_iri: str | None = None
@@ -258,7 +263,7 @@ class StaticStore:
                 raise GraphNotFound(f"the store has no graph <{graph}>")
             batch.drop(term)
 
-        return self._write(drop)[1]
+        return self._write(drop, undoable=False)[1]
 
     def load(
         self,
@@ -351,10 +356,11 @@ class StaticStore:
         check_request(parsed, text, allow_remote=allow_remote)
         return evaluation_error(kind, message, text, parsed)
 
-    def _write(self, action: Callable[[WriteBatch], T]) -> tuple[T, ChangeEvent | None]:
-        """Run ``action`` on a fresh batch under the write lock; undo it all if it raises."""
+    def _write(self, action: Callable[[WriteBatch], T], *, undoable: bool = True) -> tuple[T, ChangeEvent | None]:
+        """Run ``action`` on a fresh batch under the write lock; undo it all if it raises (see
+        ``WriteBatch`` for an action of one operation, which need not be ``undoable``)."""
         with self._lock:
-            batch = WriteBatch(self._ox)
+            batch = WriteBatch(self._ox, undoable=undoable)
             try:
                 outcome = action(batch)
             except BaseException:
