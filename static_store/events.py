@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 import pyoxigraph as ox
@@ -163,12 +163,11 @@ class WriteBatch:
             self._store.remove_graph(graph)
         return removed
 
-    def replace(self, graph: GraphTerm, quads: Iterable[ox.Quad]) -> None:
-        """Make ``graph`` hold exactly ``quads`` (already in ``graph``), touching only what differs."""
-        wanted = set(quads)
-        current = set(self._store.quads_for_pattern(None, None, None, graph))
-        self.remove(current - wanted)
-        self.add(wanted - current)
+    def replace(self, graph: GraphTerm, quads: Collection[ox.Quad]) -> None:
+        """Make ``graph`` hold exactly ``quads`` (a set, or an in-memory pyoxigraph store, of quads in
+        ``graph``), touching only what differs; the graph's current quads are read, not kept."""
+        self.remove([quad for quad in self._store.quads_for_pattern(None, None, None, graph) if quad not in quads])
+        self.add(quads)
 
     # ------------------------------------------------------------------ outcome
 

@@ -253,7 +253,7 @@ class UpdateRequest:
         if operation.op == "ADD":
             self._batch.add(moved)
         else:
-            self._batch.replace(destination, moved)
+            self._batch.replace(destination, set(moved))
         if operation.op == "MOVE":
             self._batch.drop(source)
 

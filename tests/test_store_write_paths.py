@@ -105,6 +105,21 @@ def test_large_posts_match_the_quad_by_quad_merge(graph, monkeypatch):
         assert _without_blank_labels(large) == contents
 
 
+@pytest.mark.parametrize("graph", [None, EX + "g"])
+def test_large_puts_match_the_quad_by_quad_replace(graph, monkeypatch):
+    bodies = [_ntriples(500), _ntriples(500, 250), _ntriples(500, 250), _ntriples(0)]
+    with StaticStore() as general:
+        expected = [(created, _summary(event)) for created, event in
+                    (general.put_graph(graph, body, "application/n-triples") for body in bodies)]
+        contents = _without_blank_labels(general)
+    monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
+    with StaticStore() as large:
+        got = [(created, _summary(event)) for created, event in
+               (large.put_graph(graph, body, "application/n-triples") for body in bodies)]
+        assert got == expected
+        assert _without_blank_labels(large) == contents
+
+
 def test_a_malformed_large_post_writes_nothing(monkeypatch):
     monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
     with StaticStore() as store:
