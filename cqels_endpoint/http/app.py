@@ -22,7 +22,7 @@ from flask import Flask, Response, jsonify
 from cqels_endpoint.caches.engines import cache_engine
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
-from cqels_endpoint.http import graph_store, metrics, queries, query, results, streams, update
+from cqels_endpoint.http import fast, graph_store, metrics, queries, query, results, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
 from static_store import StaticStore
@@ -53,6 +53,7 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
     app.register_blueprint(results.blueprint)
     app.register_blueprint(queries.blueprint)
     app.add_url_rule("/health", "health", _health, methods=["GET"])
+    fast.install(app, store, config)
     # The stored queries start again now, before the app serves its first event.
     queries.install(app, endpoint(app).engine, None if config.memory else config.data_dir / queries.FILE_NAME)
     return app

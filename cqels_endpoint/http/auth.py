@@ -17,17 +17,26 @@ from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.errors import unauthorized
 
 
-def write_denial() -> Response | None:
-    """The 401 response for the current request, or None when it may write."""
-    token = endpoint().config.auth_token
+def denial_reason(authorization: str | None, token: str | None) -> tuple[str, bool] | None:
+    """Why a request with this ``Authorization`` header may not write, and whether its token is
+    invalid (rather than missing); None when it may."""
     if token is None:
         return None
-    scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+    scheme, _, given = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer" or not given.strip():
-        return unauthorized("this server requires 'Authorization: Bearer <token>' for writes", invalid_token=False)
+        return "this server requires 'Authorization: Bearer <token>' for writes", False
     if not hmac.compare_digest(given.strip().encode(), token.encode()):
-        return unauthorized("the bearer token is wrong", invalid_token=True)
+        return "the bearer token is wrong", True
     return None
+
+
+def write_denial() -> Response | None:
+    """The 401 response for the current request, or None when it may write."""
+    reason = denial_reason(request.headers.get("Authorization"), endpoint().config.auth_token)
+    if reason is None:
+        return None
+    message, invalid_token = reason
+    return unauthorized(message, invalid_token=invalid_token)
 
 
 def require_write_access() -> None:

@@ -28,7 +28,7 @@ from cqels_endpoint.http.auth import require_write_access
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.errors import bad_request, not_found
 from cqels_endpoint.http.negotiation import negotiated
-from cqels_endpoint.http.params import check_utf8_charset, resolve_iri, single, url_params
+from cqels_endpoint.http.params import base_iri, check_utf8_charset, resolve_iri, single, url_params
 from static_store import GRAPH_FORMATS, RDF_INPUT_MEDIA_TYPES, StaticStore
 from static_store.formats import is_dataset_format
 
@@ -69,7 +69,7 @@ def _target(direct: bool) -> _Target | None:
     if direct:
         if "graph" in params or "default" in params:
             abort(bad_request("a graph named by its URL takes neither ?graph= nor ?default"))
-        return _Target(request.base_url, named=True)
+        return _Target(base_iri(), named=True)
     if "graph" in params and "default" in params:
         abort(bad_request("give either ?graph=IRI or ?default, not both"))
     if "default" in params:
@@ -113,16 +113,16 @@ def _write(target: _Target | None, *, replace: bool) -> Response:
             _require(target)
         if request.mimetype != MULTIPART and is_dataset_format(request.mimetype):
             data, media_type = _body()
-            store.load(data, media_type=media_type, base_iri=request.base_url)
+            store.load(data, media_type=media_type, base_iri=base_iri())
             return Response(status=204)
         # GSP §5.5: POST to the graph store creates a new graph, named under the store's URL.
         location = f"{request.host_url.rstrip('/')}{STORE_PATH}/{uuid.uuid4().hex}"
         target = _Target(location, named=True)
     data, media_type = _body()
-    base_iri = target.graph if target.named else request.base_url
+    base = target.graph if target.named else base_iri()
     write = store.put_graph if replace else store.post_graph
     # created also covers the default graph written while empty (GSP: its content is created).
-    created, _event = write(target.graph, data, media_type, base_iri=base_iri)
+    created, _event = write(target.graph, data, media_type, base_iri=base)
     response = Response(status=201 if created else 204)
     if location is not None:
         response.headers["Location"] = location
@@ -155,7 +155,7 @@ def _merged_parts() -> bytes:
         for name, part in parts:
             check_utf8_charset(ACCEPTED_BODIES, part)
             try:
-                scratch.post_graph(None, part.read(), part.mimetype, base_iri=request.base_url)
+                scratch.post_graph(None, part.read(), part.mimetype, base_iri=base_iri())
             except RdfSyntaxError as error:
                 raise RdfSyntaxError(f"multipart part {name!r}: {error}", error.line, error.column) from None
         return scratch.get_graph(None, "application/n-triples")

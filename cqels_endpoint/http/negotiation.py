@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from static_store import MediaFormat
 
@@ -61,7 +62,8 @@ def parse_accept(header: str | None) -> list[MediaRange]:
     return ranges
 
 
-def choose(formats: Sequence[MediaFormat], accept: str | None) -> MediaFormat | None:
+@lru_cache(maxsize=512)  # clients send the same few Accept headers over and over
+def choose(formats: tuple[MediaFormat, ...], accept: str | None) -> MediaFormat | None:
     """The format the client prefers, or None when it accepts none of them.
 
     The quality of a format is that of the most specific range naming it (RFC 9110 §12.5.1);
@@ -107,7 +109,7 @@ def offered(formats: Sequence[MediaFormat]) -> list[str]:
     return [fmt.media_type for fmt in formats]
 
 
-def negotiated(formats: Sequence[MediaFormat], format_name: str | None) -> MediaFormat:
+def negotiated(formats: tuple[MediaFormat, ...], format_name: str | None) -> MediaFormat:
     """The format for the current request: ``?format=`` if given, else from ``Accept``; 406 if none fits."""
     from flask import abort, request
 

@@ -9,11 +9,11 @@ under ``/queries/{name}``: the store's parser, told that streams are not allowed
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response
 
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.negotiation import negotiated
-from cqels_endpoint.http.params import iris, operation_and_params, single
+from cqels_endpoint.http.params import base_iri, iris, operation_and_params, single
 from static_store import GRAPH_FORMATS, RESULTS_FORMATS
 
 SPARQL_QUERY = "application/sparql-query"
@@ -32,7 +32,7 @@ def query() -> Response:
     # runs it; the result's kind then picks the serialisation.
     result = store.query(
         text,
-        base_iri=request.base_url,
+        base_iri=base_iri(),
         default_graph_uris=default_graphs or None,
         named_graph_uris=named_graphs or None,
         timeout=config.query_timeout,

@@ -8,11 +8,11 @@ and may not be combined with USING / USING NAMED / WITH in the text (Protocol §
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response
 
 from cqels_endpoint.http.auth import write_access
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.params import iris, operation_and_params
+from cqels_endpoint.http.params import base_iri, iris, operation_and_params
 
 SPARQL_UPDATE = "application/sparql-update"
 
@@ -28,7 +28,7 @@ def update() -> Response:
     # The store refuses using-graph-uri together with USING/WITH in the text (Protocol §2.2.3).
     endpoint().store.update(
         text,
-        base_iri=request.base_url,
+        base_iri=base_iri(),
         using_graph_uris=using_graphs or None,
         using_named_graph_uris=using_named_graphs or None,
         allow_remote=endpoint().config.allow_remote,
