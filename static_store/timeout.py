@@ -10,7 +10,9 @@ A query that may compute long before its first row (aggregates, ORDER BY, closur
 paths: ``shape.QueryShape.blocking``) would write nothing to check, so it runs in a child process:
 ``os.fork`` gives it the store's memory (copy-on-write) and open database for free, it evaluates and
 writes the serialised result into a pipe, and the parent reads with a deadline; past it the child
-gets ``SIGKILL`` and is reaped before ``QueryTimeoutError`` is raised, so nothing keeps running.
+gets ``SIGKILL`` and is reaped before ``QueryTimeoutError`` is raised, so nothing keeps running. A
+child that answered closes its pipe before it exits and is reaped in the background: the exit of a
+large process costs as much as its fork.
 
 The fork takes no lock: writers never wait for it and it never waits for them. The child's copy
 holds whole pyoxigraph transactions only; like an in-process query it may see an Update request the
@@ -35,6 +37,7 @@ import os
 import platform
 import selectors
 import signal
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -122,7 +125,8 @@ def _attempt(evaluate: Callable[[], bytes], deadline: float):
     if outcome is None or outcome is _DEADLOCKED:
         _kill(pid)
     else:
-        os.waitpid(pid, 0)
+        # Tearing down a large child's address space takes as long as forking it: reaped meanwhile.
+        threading.Thread(target=os.waitpid, args=(pid, 0), name=f"reap-{pid}", daemon=True).start()
     return outcome
 
 
@@ -144,6 +148,7 @@ def _child(evaluate: Callable[[], bytes], read_fd: int, write_fd: int, deadline:
         while view:
             written = os.write(write_fd, view)
             view = view[written:]
+        os.close(write_fd)  # EOF now: the parent need not wait for this process's exit
     except BaseException:
         code = 1
     finally:
