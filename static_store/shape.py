@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 
 _TOKENS = re.compile(
@@ -87,6 +88,19 @@ def _words(text: str):
 
 
 def query_shape(text: str) -> QueryShape:
+    """The shape of a query; those of short texts, which clients send again and again, are kept."""
+    return _short_query_shape(text) if len(text) <= _KEPT_TEXT_LENGTH else _query_shape(text)
+
+
+_KEPT_TEXT_LENGTH = 4096
+
+
+@lru_cache(maxsize=1024)
+def _short_query_shape(text: str) -> QueryShape:
+    return _query_shape(text)
+
+
+def _query_shape(text: str) -> QueryShape:
     form = None
     parse_first = blocking = False
     forms = 0  # a second form keyword is a sub-query's SELECT
