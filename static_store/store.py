@@ -322,16 +322,16 @@ class StaticStore:
         DATA of the same quads), which yields exactly the quads it names; those not yet in the store
         (or those in it) are the change.
         """
-        named = ox.Store()
+        scratch = ox.Store()
         as_insert = text
         for start, end in shape.data_keywords:
             as_insert = as_insert[:start] + "INSERT" + as_insert[end:]  # same length: positions hold
         try:
-            named.update(as_insert, base_iri=base_iri)
+            scratch.update(as_insert, base_iri=base_iri)
         except (SyntaxError, OSError, ValueError) as error:
             message = error.msg if isinstance(error, SyntaxError) else str(error)
             raise self._refusal(type(error).__name__, message, text, base_iri, allow_remote, parse_update) from None
-        quads = list(named)
+        quads = list(scratch)
         with self._lock:
             store = self._ox
             if shape.data_kind == "INSERT":

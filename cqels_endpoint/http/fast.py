@@ -33,12 +33,14 @@ from cqels_endpoint.http.auth import denial_reason
 from cqels_endpoint.http.negotiation import choose
 from cqels_endpoint.http.params import base_iri_of
 from static_store import GRAPH_FORMATS, RESULTS_FORMATS, StaticStore
+from static_store.shape import query_shape
 
 #: WSGI environ key of the store's exception for a request the fast path began and Flask answers.
 FAST_PATH_ERROR = "cqels.fast_path_error"
 
 _QUERY_PATHS = frozenset({"/query", "/sparql"})
 _UTF8 = (None, "utf-8", "utf8")
+_GRAPH_FORMS = ("CONSTRUCT", "DESCRIBE")
 
 Answer = tuple[str, list[tuple[str, str]], bytes]
 
@@ -86,7 +88,7 @@ class ProtocolFastPath:
         start_response(status, [*headers, ("Content-Length", str(len(body)))])
         return [body]
 
-    def _query(self, environ: dict, method: str) -> Callable[[], Answer | None] | None:
+    def _query(self, environ: dict, method: str) -> Callable[[], Answer] | None:
         """The evaluation of a plain query request, or None for Flask to handle the request."""
         if method == "GET":
             text = _only_param(environ, "query")
@@ -101,14 +103,15 @@ class ProtocolFastPath:
                 return None
             text = _read_body(environ).decode("utf-8")
         base = _base_iri(environ)
+        formats = GRAPH_FORMATS if query_shape(text).form in _GRAPH_FORMS else RESULTS_FORMATS
+        fmt = choose(formats, environ.get("HTTP_ACCEPT"))
+        if fmt is None:
+            return None  # the route answers 406
 
-        def evaluate() -> Answer | None:
+        def evaluate() -> Answer:
             result = self._store.query(
                 text, base_iri=base, timeout=self._config.query_timeout, allow_remote=self._config.allow_remote
             )
-            fmt = choose(GRAPH_FORMATS if result.is_graph else RESULTS_FORMATS, environ.get("HTTP_ACCEPT"))
-            if fmt is None:
-                return None  # Flask answers the 406 (evaluating again: a rare request)
             headers = [("Content-Type", fmt.content_type), ("Vary", "Accept")]
             return "200 OK", headers, result.serialize(fmt.media_type)
 
