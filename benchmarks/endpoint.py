@@ -688,29 +688,29 @@ def load_table(results: dict[int, dict]) -> list[str]:
 
 
 def concurrent_table(results: dict[int, dict], seconds: float) -> list[str]:
-    lines = ["", f"## Concurrent light mix ({CLIENTS} client processes, queries 1–7 round-robin, {seconds:g} s)", "",
-             "The client processes run on the same cores as the server.", "",
-             "| triples | server | q/s | p50 (ms) | p99 (ms) | errors | q/s cqels/oxigraph |",
-             "|---:|---|---:|---:|---:|---:|---:|"]
-    for triples, r in results.items():
-        ratio = r["cqels"]["concurrent"]["rate"] / r["oxigraph"]["concurrent"]["rate"]
-        for name in SERVERS:
-            c = r[name]["concurrent"]
-            lines.append(f"| {triples:,} | {name} | {c['rate']:,.0f} | {c['p50_ms']:.2f} | {c['p99_ms']:.2f} | "
-                         f"{c['errors']} | {f'{ratio:.2f}×' if name == 'cqels' else ''} |")
-    return lines
+    heading = [f"## Concurrent light mix ({CLIENTS} client processes, queries 1–7 round-robin, {seconds:g} s)", "",
+               "The client processes run on the same cores as the server."]
+    return _rate_table(results, "concurrent", heading, "q/s", [])
 
 
 def updates_table(results: dict[int, dict]) -> list[str]:
-    lines = ["", f"## Updates ({UPDATES:,} sequential INSERT DATA of 3 triples, one connection)", "",
-             "| triples | server | req/s | p50 (ms) | p99 (ms) | errors | reviews of the product after | "
-             "req/s cqels/oxigraph |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    heading = [f"## Updates ({UPDATES:,} sequential INSERT DATA of 3 triples, one connection)"]
+    return _rate_table(results, "updates", heading, "req/s", [("reviews of the product after", "reviews_after")])
+
+
+def _rate_table(results: dict[int, dict], phase: str, heading: list[str], unit: str,
+                extra: list[tuple[str, str]]) -> list[str]:
+    """A table of a throughput phase: rate, p50, p99, errors and ``extra`` columns per server and size."""
+    header = f"| triples | server | {unit} | p50 (ms) | p99 (ms) | errors | " + "".join(
+        f"{title} | " for title, _ in extra) + f"{unit} cqels/oxigraph |"
+    lines = ["", *heading, "", header, "|---:|---|" + "---:|" * (5 + len(extra))]
     for triples, r in results.items():
-        ratio = r["cqels"]["updates"]["rate"] / r["oxigraph"]["updates"]["rate"]
+        ratio = r["cqels"][phase]["rate"] / r["oxigraph"][phase]["rate"]
         for name in SERVERS:
-            u = r[name]["updates"]
-            lines.append(f"| {triples:,} | {name} | {u['rate']:,.0f} | {u['p50_ms']:.2f} | {u['p99_ms']:.2f} | "
-                         f"{u['errors']} | {u['reviews_after']} | {f'{ratio:.2f}×' if name == 'cqels' else ''} |")
+            m = r[name][phase]
+            cells = "".join(f"{m[key]} | " for _, key in extra)
+            lines.append(f"| {triples:,} | {name} | {m['rate']:,.0f} | {m['p50_ms']:.2f} | {m['p99_ms']:.2f} | "
+                         f"{m['errors']} | {cells}{f'{ratio:.2f}×' if name == 'cqels' else ''} |")
     return lines
 
 

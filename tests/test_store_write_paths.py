@@ -90,33 +90,26 @@ def _ntriples(count: int, offset: int = 0) -> bytes:
     return ("".join(lines) + f'_:b <{EX}p> "blank" .\n').encode()
 
 
+WRITES = {
+    "post": [_ntriples(500), _ntriples(500, 250), _ntriples(0), _ntriples(500)],
+    "put": [_ntriples(500), _ntriples(500, 250), _ntriples(500, 250), _ntriples(0)],
+}
+
+
+@pytest.mark.parametrize("verb", sorted(WRITES))
 @pytest.mark.parametrize("graph", [None, EX + "g"])
-def test_large_posts_match_the_quad_by_quad_merge(graph, monkeypatch):
-    bodies = [_ntriples(500), _ntriples(500, 250), _ntriples(0), _ntriples(500)]
+def test_large_bodies_match_the_quad_by_quad_writes(verb, graph, monkeypatch):
+    def write_all(store: StaticStore):
+        write = store.post_graph if verb == "post" else store.put_graph
+        return [(created, _summary(event)) for created, event in
+                (write(graph, body, "application/n-triples") for body in WRITES[verb])]
+
     with StaticStore() as general:
-        expected = [(created, _summary(event)) for created, event in
-                    (general.post_graph(graph, body, "application/n-triples") for body in bodies)]
+        expected = write_all(general)
         contents = _without_blank_labels(general)
     monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
     with StaticStore() as large:
-        got = [(created, _summary(event)) for created, event in
-               (large.post_graph(graph, body, "application/n-triples") for body in bodies)]
-        assert got == expected
-        assert _without_blank_labels(large) == contents
-
-
-@pytest.mark.parametrize("graph", [None, EX + "g"])
-def test_large_puts_match_the_quad_by_quad_replace(graph, monkeypatch):
-    bodies = [_ntriples(500), _ntriples(500, 250), _ntriples(500, 250), _ntriples(0)]
-    with StaticStore() as general:
-        expected = [(created, _summary(event)) for created, event in
-                    (general.put_graph(graph, body, "application/n-triples") for body in bodies)]
-        contents = _without_blank_labels(general)
-    monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
-    with StaticStore() as large:
-        got = [(created, _summary(event)) for created, event in
-               (large.put_graph(graph, body, "application/n-triples") for body in bodies)]
-        assert got == expected
+        assert write_all(large) == expected
         assert _without_blank_labels(large) == contents
 
 
