@@ -313,7 +313,7 @@ class StaticStore:
             counts = bulk_load(self._ox, document, fmt, term, base_iri, progress)
             if not isinstance(term, ox.DefaultGraph) and not self._ox.contains_named_graph(term):
                 self._ox.add_graph(term)  # an empty document still makes the graph exist
-            return self._commit(counts)
+            return self._commit(counts, in_memory_tables=False)  # the bulk loader writes files directly
 
     def load_quads(self, quads: Iterable[ox.Quad], graphs: Iterable[str | None] | None = None) -> ChangeEvent | None:
         """Add ``quads`` (any iterable, consumed once) in one transaction, with one change event.
@@ -433,7 +433,9 @@ class StaticStore:
             return next(iter(self._ox.quads_for_pattern(None, None, None, term)), None) is None
         return not self._ox.contains_named_graph(term)
 
-    def _commit(self, counts: dict[str | None, tuple[int, int]]) -> ChangeEvent | None:
+    def _commit(self, counts: dict[str | None, tuple[int, int]], *, in_memory_tables: bool = True) -> ChangeEvent | None:
+        """Record a write's version and tell the observers; ``in_memory_tables``: the write went
+        through pyoxigraph transactions, whose memory a large write should give back."""
         changes = sorted_changes(counts)
         if not changes:
             return None
@@ -441,7 +443,8 @@ class StaticStore:
         self._versions.record(version, [change.graph for change in changes])
         event = ChangeEvent(version, changes)
         self._observers.notify(event)
-        if self.path is not None and sum(c.added + c.removed for c in changes) >= LARGE_WRITE_QUADS:
+        large = sum(c.added + c.removed for c in changes) >= LARGE_WRITE_QUADS
+        if large and in_memory_tables and self.path is not None:
             self._release_memory()
         return event
 
