@@ -151,8 +151,8 @@ def bulk_load(
     """Load a whole document with pyoxigraph's bulk loader; returns ``{graph: (added, 0)}`` for the graphs it grew.
 
     Triples go into ``graph``; the named graphs of a TriG/N-Quads document keep their names. The bulk
-    loader writes as it parses, so the document is parsed once before (in Rust, nothing kept): a
-    syntax error anywhere still writes nothing.
+    loader writes as it parses, so the document is parsed once before (each quad dropped as it
+    comes): a syntax error anywhere still writes nothing.
     """
     # A triple syntax can only touch ``graph``; a dataset syntax may touch any graph.
     touched = None if fmt.supports_datasets else [graph]

@@ -132,9 +132,10 @@ def _ends_path_element(kind: str, value: str) -> bool:
 
 def update_shape(text: str) -> UpdateShape:
     """Whether ``text`` is a pure INSERT DATA or DELETE DATA request (see ``UpdateShape``)."""
-    kinds = set()
+    kinds = set()  # INSERT, DELETE
     deletes = []
     operations = 0
+    blank = False  # a blank node in the data: DELETE DATA may hold none
     labelled = False  # a blank node label: the project's checks refuse one shared by two operations
     depth = 0
     previous: tuple[str, int, int] | None = None  # the top-level keyword before, with its offsets
@@ -144,10 +145,8 @@ def update_shape(text: str) -> UpdateShape:
         elif kind == "other" and value == "}":
             depth -= 1
         elif depth > 0:
-            if kind == "bnode":
-                labelled = True
-            if kind == "bnode" or value == "[":
-                kinds.add("BLANK")
+            labelled = labelled or kind == "bnode"
+            blank = blank or kind == "bnode" or value == "["
         elif kind == "name" and value == "DATA" and previous is not None and previous[0] in ("INSERT", "DELETE"):
             kinds.add(previous[0])
             operations += 1
@@ -162,8 +161,8 @@ def update_shape(text: str) -> UpdateShape:
         else:
             return UpdateShape(None, ())
         previous = (value, start, end) if kind == "name" else None
-    if kinds == {"INSERT"} or kinds == {"INSERT", "BLANK"} and not (labelled and operations > 1):
+    if kinds == {"INSERT"} and not (labelled and operations > 1):
         return UpdateShape("INSERT", ())
-    if kinds == {"DELETE"}:
+    if kinds == {"DELETE"} and not blank:
         return UpdateShape("DELETE", tuple(deletes))
     return UpdateShape(None, ())

@@ -28,6 +28,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -48,6 +49,9 @@ from static_store.update import UpdateRequest
 from static_store.versions import VersionLog
 
 T = TypeVar("T")
+
+# One-shot queries are parsed with streams refused: the error then points to /queries/{name}.
+_parse_one_shot_query = partial(parse_query, allow_streams=False)
 
 #: A write changing this many quads is followed by a flush of the store's in-memory tables.
 LARGE_WRITE_QUADS = 100_000
@@ -191,15 +195,15 @@ class StaticStore:
         """
         shape = query_shape(text)
         if shape.parse_first:
-            check_request(parse_query(text, base_iri, allow_streams=False), text, allow_remote=allow_remote)
+            check_request(_parse_one_shot_query(text, base_iri), text, allow_remote=allow_remote)
         options: dict = {"base_iri": base_iri}
         if default_graph_uris or named_graph_uris:
             options["default_graph"] = [self._protocol_graph(iri) for iri in default_graph_uris or ()]
             options["named_graphs"] = [self._protocol_graph(iri) for iri in named_graph_uris or ()]
         store = self._ox
 
-        def evaluate() -> bytes:
-            return serialize_evaluation(store.query(text, **options))
+        def evaluate(output=None) -> bytes | None:
+            return serialize_evaluation(store.query(text, **options), output)
 
         try:
             if not timeout:
@@ -208,13 +212,13 @@ class StaticStore:
                 payload = evaluate_in_child(evaluate, timeout)
             else:
                 sink = DeadlineWriter(time.monotonic() + timeout, timeout_message(timeout))
-                serialize_evaluation(store.query(text, **options), sink)
+                evaluate(sink)
                 payload = sink.getvalue()
         except EvaluationFailed as failure:
-            raise self._refusal(failure.kind, failure.message, text, base_iri, allow_remote) from None
+            raise self._refusal(failure.kind, failure.message, text, base_iri, allow_remote, _parse_one_shot_query) from None
         except (SyntaxError, OSError, RuntimeError, ValueError) as error:
             message = error.msg if isinstance(error, SyntaxError) else str(error)
-            raise self._refusal(type(error).__name__, message, text, base_iri, allow_remote) from None
+            raise self._refusal(type(error).__name__, message, text, base_iri, allow_remote, _parse_one_shot_query) from None
         return QueryResult(shape.form, payload)
 
     # ------------------------------------------------------------------ writing
@@ -363,12 +367,11 @@ class StaticStore:
             return self._commit({graph: (added, removed) for graph, (added, removed) in counts.items()})
 
     def _refusal(
-        self, kind: str, message: str, text: str, base_iri: str | None, allow_remote: bool, parse=None
+        self, kind: str, message: str, text: str, base_iri: str | None, allow_remote: bool, parse: Callable
     ) -> Exception:
-        """The error for a request pyoxigraph refused: the project's parser and checks locate what they
-        find wrong (a STREAM, a relative IRI…); otherwise pyoxigraph's own message, located.
-        ``parse`` is ``parse_update`` for an update (a query by default)."""
-        parsed = parse(text, base_iri) if parse is not None else parse_query(text, base_iri, allow_streams=False)
+        """The error for a request pyoxigraph refused: the project's parser (``parse``) and checks locate
+        what they find wrong (a STREAM, a relative IRI…); otherwise pyoxigraph's own message, located."""
+        parsed = parse(text, base_iri)
         check_request(parsed, text, allow_remote=allow_remote)
         return evaluation_error(kind, message, text, parsed)
 
@@ -396,7 +399,7 @@ class StaticStore:
             return self._merge_large(term, data, fmt, base_iri)
         # Parsed before the lock: a bad body never waits nor writes. A large one goes into an
         # in-memory pyoxigraph store, not a Python list.
-        quads = _parse_large(data, fmt, term, base_iri) if large else set(parse_graph(data, fmt, term, base_iri))
+        quads = _load_triples(ox.Store(), data, fmt, term, base_iri) if large else set(parse_graph(data, fmt, term, base_iri))
 
         def write(batch: WriteBatch) -> bool:
             created = self._is_new(term)
@@ -418,10 +421,7 @@ class StaticStore:
         with self._lock:
             created = self._is_new(term)
             before = graph_sizes(self._ox, [term])
-            try:
-                self._ox.load(data, format=fmt, base_iri=base_iri, to_graph=term)
-            except SyntaxError as error:
-                raise rdf_syntax_error(error, fmt) from None
+            _load_triples(self._ox, data, fmt, term, base_iri)
             if not isinstance(term, ox.DefaultGraph) and not self._ox.contains_named_graph(term):
                 self._ox.add_graph(term)  # a body of comments only still makes the graph exist
             return created, self._commit(growth(before, graph_sizes(self._ox, [term])))
@@ -469,10 +469,11 @@ class StaticStore:
             raise EndpointError(f"invalid graph IRI <{iri}> in the request's dataset: {error}", 400) from None
 
 
-def _parse_large(data: bytes | str, fmt: ox.RdfFormat, term: GraphTerm, base_iri: str | None) -> ox.Store:
-    body = ox.Store()
+def _load_triples(target: ox.Store, data: bytes | str, fmt: ox.RdfFormat, term: GraphTerm, base_iri: str | None) -> ox.Store:
+    """``target`` with the triples of ``data`` added into ``term`` in one transaction (blank nodes
+    fresh); ``RdfSyntaxError`` with line and column, and nothing written, for malformed data."""
     try:
-        body.load(data, format=fmt, base_iri=base_iri, to_graph=term)
+        target.load(data, format=fmt, base_iri=base_iri, to_graph=term)
     except SyntaxError as error:
         raise rdf_syntax_error(error, fmt) from None
-    return body
+    return target

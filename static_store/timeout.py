@@ -4,7 +4,8 @@ pyoxigraph (0.5) cannot cancel a running query (oxigraph issue #1926) and a thre
 but its solutions stream lazily and it releases the GIL while it evaluates. So a query whose rows
 come as it goes is evaluated in the request's own thread and serialised into a ``DeadlineWriter``:
 pyoxigraph hands it 8 KiB at a time, and past the deadline the writer raises, which ends the
-evaluation. Nothing is forked, nothing waits for anything else: 0.03 ms for a point lookup.
+evaluation. Nothing is forked, nothing waits for anything else: 0.15 ms for a point lookup on a
+1M-triple on-disk store.
 
 A query that may compute long before its first row (aggregates, ORDER BY, closures of property
 paths: ``shape.QueryShape.blocking``) would write nothing to check, so it runs in a child process:

@@ -31,7 +31,7 @@ from werkzeug.wsgi import get_host
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.auth import denial_reason
 from cqels_endpoint.http.negotiation import choose
-from cqels_endpoint.http.params import base_iri_of
+from cqels_endpoint.http.params import base_iri_of, is_utf8_charset
 from static_store import GRAPH_FORMATS, RESULTS_FORMATS, StaticStore
 from static_store.shape import query_shape
 
@@ -39,7 +39,6 @@ from static_store.shape import query_shape
 FAST_PATH_ERROR = "cqels.fast_path_error"
 
 _QUERY_PATHS = frozenset({"/query", "/sparql"})
-_UTF8 = (None, "utf-8", "utf8")
 _GRAPH_FORMS = ("CONSTRUCT", "DESCRIBE")
 
 Answer = tuple[str, list[tuple[str, str]], bytes]
@@ -151,8 +150,7 @@ def _only_param(environ: dict, name: str) -> str | None:
 
 def _is_utf8_body(environ: dict, media_type: str) -> bool:
     mimetype, options = parse_options_header(environ.get("CONTENT_TYPE", ""))
-    charset = options.get("charset")
-    return mimetype.lower() == media_type and (charset is None or charset.strip().lower() in _UTF8)
+    return mimetype.lower() == media_type and is_utf8_charset(options.get("charset"))
 
 
 def _content_length(environ: dict) -> int:

@@ -61,9 +61,13 @@ def check_utf8_charset(accepted: list[str], part: FileStorage | None = None) -> 
     """Refuse a body (or one ``part`` of a multipart body) whose declared charset is not UTF-8
     (the protocols allow nothing else)."""
     body = request if part is None else part
-    charset = body.mimetype_params.get("charset")
-    if charset is not None and charset.strip().lower() not in ("utf-8", "utf8"):
+    if not is_utf8_charset(body.mimetype_params.get("charset")):
         abort(unsupported_media_type(body.content_type, accepted))
+
+
+def is_utf8_charset(charset: str | None) -> bool:
+    """Whether a body declaring ``charset`` (None: none declared) is UTF-8."""
+    return charset is None or charset.strip().lower() in ("utf-8", "utf8")
 
 
 def body_text(what: str) -> str:
