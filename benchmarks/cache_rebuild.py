@@ -38,9 +38,9 @@ import time
 from pathlib import Path
 
 from cqels_endpoint import Engine
-from cqels_endpoint.caches.engines import cache_engine
+from cqels_endpoint.spark import cache_engine
 from engine import machine
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 LV = "http://deri.org/floorplan/"
 STREAM = "http://deri.org/streams/rfid"

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from cqels_endpoint import Engine
 from cqels_endpoint.query.windows import format_duration
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 EX = "http://bench.example.org/"
 STREAMS = (EX + "rfid", EX + "temp", EX + "badge")

@@ -47,7 +47,7 @@ def child(mode: str, count: int, events: int) -> dict:
 
     from cqels_endpoint import Engine
     from cqels_endpoint.http.queries import _where_start, bound_text, instances_text
-    from static_store import StaticStore
+    from cqels_endpoint.static_store import StaticStore
 
     store = StaticStore()
     store.load(str(FLOORPLAN))

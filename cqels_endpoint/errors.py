@@ -194,3 +194,14 @@ class LateEventError(CqelsError):
             "push it with a later timestamp or raise the engine's lateness_ms"
         )
         super().__init__(msg)
+
+
+class UnknownQueryError(CqelsError, KeyError):
+    """No continuous query is registered under that name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown query"
+
+
+class QueryConflictError(CqelsError):
+    """A continuous query or instance name that is already taken (HTTP 409)."""

@@ -128,7 +128,7 @@ def _steps(events: Iterable[Step]) -> list[Push | Advance]:
 def _static(static):
     if static is None or not isinstance(static, (str, bytes)):
         return static
-    from static_store.store import StaticStore
+    from cqels_endpoint.static_store.store import StaticStore
 
     store = StaticStore()
     store.load(static.encode() if isinstance(static, str) else static, media_type="application/trig")

@@ -31,7 +31,7 @@ if os.environ.get("CI"):
 
 if TYPE_CHECKING:
     from cqels_endpoint.config import ServerConfig
-    from static_store import StaticStore
+    from cqels_endpoint.static_store import StaticStore
 
 Params = Mapping[str, str] | Sequence[tuple[str, str]]
 
@@ -178,7 +178,7 @@ class _Running:
         # collection of every test module under tests/.
         from cqels_endpoint.http.app import create_app
         from cqels_endpoint.http.server import serve_in_thread
-        from static_store import StaticStore
+        from cqels_endpoint.static_store import StaticStore
 
         self.store = StaticStore()  # in memory
         app = create_app(self.store, config)
@@ -248,7 +248,7 @@ def spark():
 def demo_store():
     """A store holding the demo data of ``examples/data`` (``cqels serve --demo``)."""
     from cqels_endpoint.http.demo import load_demo
-    from static_store import StaticStore
+    from cqels_endpoint.static_store import StaticStore
 
     store = StaticStore()
     load_demo(store)

@@ -1,15 +1,16 @@
 """The DEBS 2015 Grand Challenge sample (``examples/data/debs2015``: the first 5,000 NYC taxi trips of
 2013-01-01, public NYC TLC data) as stream events, with the RDF mapping of that folder's README
-(``cqels_endpoint.replay.debs2015``, the mapping ``cqels replay --mapping debs2015`` uses): one event
+(``cqels_endpoint.cli.replay.debs2015``, the mapping ``cqels replay --mapping debs2015`` uses): one event
 per trip on ``DEBS_TRIPS`` at its drop-off time, subject ``:trip<line number>``."""
 
 from __future__ import annotations
 
 from itertools import islice
+from pathlib import Path
 
-from cqels_endpoint.replay import DEBS_PREDICATES, DEBS_SAMPLE, DEBS_TRIPS, debs2015
+from cqels_endpoint.cli.replay import DEBS_PREDICATES, DEBS_TRIPS, debs2015
 
-SAMPLE = DEBS_SAMPLE
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "data" / "debs2015" / "trips-2013-01-01-head5000.csv"
 PREDICATES = DEBS_PREDICATES  # every column: the whole trip record
 
 

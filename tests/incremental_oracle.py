@@ -32,7 +32,7 @@ from cqels_endpoint import Engine
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.errors import CqelsError
 from known_failures import ORACLE_DEVIATIONS
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 R2S = ("ISTREAM", "RSTREAM", "DSTREAM")
 MODES = ("incremental", "recompute")

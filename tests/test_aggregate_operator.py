@@ -230,7 +230,8 @@ def test_one_retraction_and_one_addition_per_changed_group_and_nothing_when_unch
 
 
 def test_median_as_a_pyoxigraph_custom_aggregate_agrees_with_the_operators():
-    from cqels_endpoint.runtime.aggregates import MEDIAN_IRI, MedianAccumulator
+    from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
+    from cqels_endpoint.runtime.aggregates import MedianAccumulator
 
     functions = {ox.NamedNode(MEDIAN_IRI): MedianAccumulator}
 

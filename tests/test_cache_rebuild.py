@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from cqels_endpoint import Engine
 from cqels_endpoint.algebra.passes import optimize
 from cqels_endpoint.algebra.translate import to_algebra
-from cqels_endpoint.caches import LocalCacheEngine, cache_engine
+from cqels_endpoint.caches import LocalCacheEngine
+from cqels_endpoint.spark import cache_engine
 from cqels_endpoint.caches.graphs import graphs_read
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
@@ -27,7 +28,7 @@ from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.runtime.patterns import stream_triples
 from incremental_oracle import MODES, ORACLE_SETTINGS, R2S, differences, is_ordered, static_store
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 EX = "http://ex.org/"
 S = EX + "s"

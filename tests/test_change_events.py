@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqels_endpoint.errors import UpdateError
-from static_store import ChangeEvent, GraphChange, StaticStore
+from cqels_endpoint.static_store import ChangeEvent, GraphChange, StaticStore
 from test_update_eval import differences, snapshot
 
 EX = "http://example.org/"
@@ -198,7 +198,7 @@ def test_a_failing_observer_is_logged_and_the_write_stands(store, caplog):
     later: list[ChangeEvent] = []
     store.subscribe(broken)
     store.subscribe(later.append)
-    with caplog.at_level(logging.ERROR, logger="static_store.events"):
+    with caplog.at_level(logging.ERROR, logger="cqels_endpoint.static_store.events"):
         event = store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}")
     assert event is not None and len(store) == 1
     assert later == [event]

@@ -16,8 +16,8 @@ import pytest
 from cqels_endpoint import Engine
 from cqels_endpoint.cli import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, main
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.replay import DEBS_SAMPLE, DEBS_TRIPS
-from debs import PREDICATES, trip_events
+from cqels_endpoint.cli.replay import DEBS_TRIPS
+from debs import PREDICATES, SAMPLE as DEBS_SAMPLE, trip_events
 from incremental_oracle import emission_key
 
 TOKEN = "t0ken"

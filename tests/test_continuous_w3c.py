@@ -32,7 +32,7 @@ from cqels_endpoint.query.serialize import serialize_query
 from cqels_endpoint.query.windows import AllWindow
 from cqels_endpoint.terms import IRI
 from sparql_results import Boolean, Graph, Solutions, read_expected, results_difference
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 from w3c import QUERY_EVALUATION_SUITES, SPARQL10, SPARQL11, W3CTest
 from w3c import params as w3c_params
 from w3c import select_tests as w3c_tests

@@ -12,7 +12,7 @@ from cqels_endpoint import Engine
 from cqels_endpoint.engine import UnknownQueryError
 from cqels_endpoint.errors import LateEventError, PlanError, QuerySyntaxError, RdfSyntaxError
 from cqels_endpoint.testing import ManualClock
-from static_store.store import StaticStore
+from cqels_endpoint.static_store.store import StaticStore
 
 EX = "http://ex.org/"
 S = EX + "s"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 EX = "http://example.org/"
 

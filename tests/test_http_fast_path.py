@@ -14,7 +14,7 @@ from werkzeug.test import EnvironBuilder
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 EX = "http://example.org/"
 TOKEN = "s3cret"

@@ -18,7 +18,7 @@ from cqels_endpoint.engine import Engine
 from cqels_endpoint.http import metrics
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOORPLAN = ROOT / "examples" / "data" / "floorplan.trig"

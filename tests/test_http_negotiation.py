@@ -9,7 +9,7 @@ import pyoxigraph as ox
 import pytest
 
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
-from static_store import GRAPH_FORMATS, RESULTS_FORMATS, MediaFormat, StaticStore
+from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS, MediaFormat, StaticStore
 
 EX = "http://example.org/"
 

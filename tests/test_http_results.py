@@ -583,7 +583,7 @@ def test_cqels_watch_of_an_unknown_query(server, capsys):
 def test_doctests():
     import doctest
 
-    from cqels_endpoint import watch
+    from cqels_endpoint.cli import watch
     from cqels_endpoint.http import subscriptions
 
     for module in (watch, subscriptions):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.http.queries import _where_start, bound_text, instances_text, parameters
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 from tests.stored_queries import FLOORPLAN, LV, RFID, collect, normalised
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data"

@@ -9,7 +9,7 @@ import pytest
 
 from cqels_endpoint.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from cqels_endpoint.errors import RdfSyntaxError, StoreError, UnsupportedMediaType
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 EX = "http://example.org/"
 G = EX + "g"

@@ -29,8 +29,7 @@ def test_every_source_package_is_declared_in_pyproject():
     declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {
         ".".join(p.parent.relative_to(ROOT).parts)
-        for top in ("cqels_endpoint", "static_store")
-        for p in (ROOT / top).rglob("__init__.py")
+        for p in (ROOT / "cqels_endpoint").rglob("__init__.py")
     } | {"cqels_endpoint.grammar"}
     assert on_disk == declared
 
@@ -38,7 +37,7 @@ def test_every_source_package_is_declared_in_pyproject():
 def test_wheel_holds_packages_and_grammar(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "cqels_endpoint/__init__.py" in names
-    assert "static_store/__init__.py" in names
+    assert "cqels_endpoint/static_store/__init__.py" in names
     grammar_files = {Path(n).name for n in names if n.startswith("cqels_endpoint/grammar/")}
     assert {p.name for p in (ROOT / "grammar").glob("*.lark")} <= grammar_files
     assert any(n.endswith(".lark") for n in grammar_files)

@@ -178,7 +178,9 @@ def test_both_stream_keyword_orders_give_the_same_pattern() -> None:
     assert cqels == iswc
     assert cqels.stream == IRI(EX + "s")
     assert cqels.window == RangeWindow(3000)
-    assert cqels.triples == (ast.TriplePattern(Var("s"), IRI(EX + "p"), Var("o")),)
+    assert cqels.pattern == ast.GroupGraphPattern(
+        (ast.TriplesBlock((ast.TriplePattern(Var("s"), IRI(EX + "p"), Var("o")),)),)
+    )
 
 
 def test_stream_named_by_a_variable_or_a_prefixed_name() -> None:
@@ -197,7 +199,8 @@ def test_full_triples_syntax_inside_stream_blocks() -> None:
     )
     list_head, list_rest = BlankNode("b1"), BlankNode("b2")
     node = BlankNode("b0")
-    assert sugared.triples == (
+    (block,) = sugared.pattern.elements
+    assert block.triples == (
         ast.TriplePattern(Var("s"), IRI(EX + "p"), Var("o1")),
         ast.TriplePattern(Var("s"), IRI(EX + "p"), Var("o2")),
         ast.TriplePattern(Var("s"), IRI(RDF_TYPE), IRI(EX + "C")),
@@ -380,7 +383,7 @@ def test_spans_of_terms_and_patterns() -> None:
     assert source(stream) == "STREAM ex:rfid [RANGE 30s] { ?person ex:detectedAt ?room }"
     assert (stream.span.line, stream.span.column) == (3, 3)
     assert source(stream.stream) == "ex:rfid"
-    (in_stream,) = stream.triples
+    (in_stream,) = stream.pattern.elements[0].triples
     assert source(in_stream) == "?person ex:detectedAt ?room"
     assert source(in_stream.predicate) == "ex:detectedAt"
     (static,) = block.triples

@@ -34,7 +34,7 @@ from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.paths import TripleGraph, compile_path, path_pairs
 from cqels_endpoint.terms import IRI, Var
 from operator_scenarios import Recorder
-from static_store.convert import constant_term
+from cqels_endpoint.static_store.convert import constant_term
 
 EX = "http://ex.org/"
 NODES = tuple(ox.NamedNode(EX + f"n{i}") for i in range(4))

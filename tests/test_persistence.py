@@ -17,7 +17,7 @@ from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.queries import FILE_NAME
 from cqels_endpoint.http.server import serve_in_thread
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 from tests.conftest import LiveEndpoint
 from tests.stored_queries import (
     LV,

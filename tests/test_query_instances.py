@@ -257,7 +257,7 @@ def test_shared_windows_replay_every_window_kind(window) -> None:
 
     from cqels_endpoint.engine import Engine
     from cqels_endpoint.http.queries import _where_start, bound_text
-    from static_store import StaticStore
+    from cqels_endpoint.static_store import StaticStore
     from tests.stored_queries import FLOORPLAN
 
     template = TEMPLATE.replace("[RANGE 3s]", window)

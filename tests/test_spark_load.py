@@ -16,7 +16,7 @@ import pytest
 from cqels_endpoint.cli import EXIT_BAD_INPUT, main
 from cqels_endpoint.errors import RdfSyntaxError, UnsupportedMediaType
 from cqels_endpoint.spark.bulk_load import line_format, spark_load
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 EX = "http://example.org/"
 # Already in both stores before the load: the file's _:b0 must not become this node.

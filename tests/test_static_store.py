@@ -28,9 +28,9 @@ from cqels_endpoint.errors import (
     UpdateError,
 )
 from processes import children, children_settle
-from static_store import GRAPH_MEDIA_TYPES, RESULTS_FORMATS, RESULTS_MEDIA_TYPES, StaticStore
-from static_store.formats import RDF_FORMATS
-from static_store.timeout import evaluate_in_child
+from cqels_endpoint.static_store import GRAPH_MEDIA_TYPES, RESULTS_FORMATS, RESULTS_MEDIA_TYPES, StaticStore
+from cqels_endpoint.static_store.formats import RDF_FORMATS
+from cqels_endpoint.static_store.timeout import evaluate_in_child
 
 EX = "http://example.org/"
 G1, G2 = EX + "g1", EX + "g2"
@@ -207,7 +207,7 @@ ORPHANED_PARENT = f"""
 import os, sys, threading, time
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from processes import children, children_settle
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 def die():
     time.sleep(0.5)

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import static_store.store as store_module
+import cqels_endpoint.static_store.store as store_module
 from cqels_endpoint.errors import QuerySyntaxError, RdfSyntaxError
-from static_store import StaticStore
-from static_store.shape import UpdateShape
+from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.static_store.shape import UpdateShape
 
 EX = "http://example.org/"
 SUBJECTS = [f"<{EX}s{i}>" for i in range(3)] + ["ex:s3"]

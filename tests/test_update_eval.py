@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyoxigraph as ox
 import pytest
 
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 from w3c import SPARQL11, W3CTest
 from w3c import params as w3c_params
 from w3c import select_tests as w3c_tests

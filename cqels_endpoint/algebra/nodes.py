@@ -134,13 +134,19 @@ class Table(Node):
 
 @dataclass(frozen=True)
 class InstanceTable(Table):
-    """The instances of a stored template evaluated by one plan (``cqels_endpoint.instances``): a
+    """The instances of a stored template evaluated by one plan (``engine.instances``): a
     ``VALUES`` of the template's parameters with the internal column ``?.instance`` first. Its rows
     are set by the instance group while the plan runs, never computed from the store, so the static
     split keeps it a cache of its own."""
 
 
 INSTANCE = Var(".instance")
+
+
+@dataclass(frozen=True)
+class ParameterTable(Table):
+    """A template's parameters (``algebra.parameters``), first in its WHERE: no rows until an
+    instance binds them (one row of its terms) or an instance group takes them (an ``InstanceTable``)."""
 
 
 @dataclass(frozen=True)

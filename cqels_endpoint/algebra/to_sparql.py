@@ -13,29 +13,25 @@ own clauses). Internal variables get legal names (``?.0`` → ``?__agg0``, ``??P
 blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a blank node *is* an
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
 one triples block was split into. ``MEDIAN(e)`` (our extension) is written as the pyoxigraph custom
-aggregate ``<MEDIAN_IRI>(e)``: the evaluator passes ``CUSTOM_AGGREGATES`` to ``Store.query``. Terms,
-expressions and property paths are written by the AST serializer's writers (``query.serialize``),
-so IRIs are written in full; the prologue is only the query's BASE (which ``IRI()`` resolves against).
+aggregate ``<MEDIAN_IRI>(e)``: the evaluator passes ``runtime.aggregates.CUSTOM_AGGREGATES`` to
+``Store.query``. Terms, expressions and property paths are written by the AST serializer's writers
+(``query.serialize``), so IRIs are written in full; the prologue is only the query's BASE (which
+``IRI()`` resolves against).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import pyoxigraph as ox
-
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import write_expression, write_path, write_term, write_var
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.runtime.aggregates import MEDIAN_IRI, MedianAccumulator
 from cqels_endpoint.terms import IRI, BlankNode, Var
 
 WindowGraph = Callable[[n.StreamPattern], IRI]
-
-CUSTOM_AGGREGATES = {ox.NamedNode(MEDIAN_IRI): MedianAccumulator}
-"""``custom_aggregate_functions`` for ``pyoxigraph.Store.query`` on ``to_sparql`` text."""
 
 
 def to_sparql(query: n.AlgebraQuery, window_graph: WindowGraph | None = None) -> str:

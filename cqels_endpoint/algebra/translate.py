@@ -19,7 +19,9 @@
 
 Streams:
 
-- a ``STREAM`` block becomes one ``StreamPattern``; it ignores any enclosing ``GRAPH``;
+- inside a CQELS ``STREAM <s> [...] { … }`` every BGP outside ``GRAPH`` becomes a ``StreamPattern``
+  over that window (a block of plain triples is one ``StreamPattern``); it ignores any enclosing
+  ``GRAPH``;
 - inside an RSP-QL ``WINDOW <w> { … }`` every BGP becomes a ``StreamPattern`` over the window that
   ``FROM NAMED WINDOW <w> ON <s> [...]`` declares; ``WINDOW ?w { P }`` is the union, over the
   declared windows in declaration order, of ``P`` on that window joined with ``?w`` bound to its
@@ -54,14 +56,17 @@ from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
 
-def to_algebra(query: ast.Query) -> n.AlgebraQuery:
-    """The algebra of a parsed query (spec §18.2 plus stream nodes)."""
-    return _Translator(query).translate()
+def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = ()) -> n.AlgebraQuery:
+    """The algebra of a parsed query (spec §18.2 plus stream nodes).
+
+    ``parameters`` make it a template: a ``ParameterTable`` of them is the first element of the
+    WHERE group, where a one-row ``VALUES`` written there would be (``algebra.parameters``)."""
+    return _Translator(query, parameters).translate()
 
 
 @dataclass(frozen=True)
 class _Window:
-    stream: IRI
+    stream: IRI | Var
     window: WindowConfig
     window_name: IRI | None = None
 
@@ -89,8 +94,9 @@ def _join(left: n.Pattern, right: n.Pattern, span=None) -> n.Pattern:
 
 
 class _Translator:
-    def __init__(self, query: ast.Query):
+    def __init__(self, query: ast.Query, parameters: tuple[Var, ...] = ()):
         self.query = query
+        self.parameters = parameters
         self.source = query.text
         self._path_vars = itertools.count()
         self._aggregate_vars = itertools.count()
@@ -109,7 +115,8 @@ class _Translator:
         form = self.query.form
         default_source = self._dataset(form.datasets)
         where = form.where if form.where is not None else ast.GroupGraphPattern(())
-        pattern = self._group(where, default_source)
+        first = n.ParameterTable(self.parameters, ()) if self.parameters else n.EMPTY
+        pattern = self._group(where, default_source, first)
         projection = form.projection if isinstance(form, ast.SelectQuery) else None
         pattern = self._query_level(form, pattern, projection, default_source)
         common = {
@@ -212,9 +219,9 @@ class _Translator:
 
     # ------------------------------------------------------------------ group graph patterns
 
-    def _group(self, group: ast.GroupGraphPattern, source: _DefaultGraph | None) -> n.Pattern:
-        """§18.2.2.6: the elements of ``{ … }`` in order, FILTERs applied at the end."""
-        result: n.Pattern = n.EMPTY
+    def _group(self, group: ast.GroupGraphPattern, source: _DefaultGraph | None, first: n.Pattern = n.EMPTY) -> n.Pattern:
+        """§18.2.2.6: the elements of ``{ … }`` in order (after ``first``), FILTERs applied at the end."""
+        result: n.Pattern = first
         filters: list[ast.Filter] = []
         pending: list[ast.TriplePattern] = []
 
@@ -274,10 +281,13 @@ class _Translator:
             case ast.SubSelect(query):
                 inner = self._group(query.where, source)
                 return self._query_level(query, inner, query.projection, source)
-            case ast.StreamPattern(stream, window, triples):
-                if all(isinstance(t.predicate, (IRI, Var)) for t in triples):
-                    return n.StreamPattern(stream, window, triples, span=element.span)
-                return self._triples(triples, _DefaultGraph((_Window(stream, window),)))
+            case ast.StreamPattern(stream, window, inner):
+                match inner.elements:
+                    case (ast.TriplesBlock(triples),) if all(isinstance(t.predicate, (IRI, Var)) for t in triples):
+                        # A block of plain triples is one stream pattern located at the whole block,
+                        # so the plan and its errors point at the STREAM clause that names the window.
+                        return n.StreamPattern(stream, window, triples, span=element.span)
+                return self._group(inner, _DefaultGraph((_Window(stream, window),)))
             case ast.WindowPattern(name, inner):
                 return self._window(element, name, inner)
         raise TypeError(f"not a group element: {element!r}")

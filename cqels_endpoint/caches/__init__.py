@@ -1,5 +1,5 @@
 """Static caches: the engines that compute them and the manager that rebuilds them on change events."""
 
-from cqels_endpoint.caches.engines import CACHE_ENGINES, CacheBuild, CacheEngine, LocalCacheEngine, cache_engine
+from cqels_endpoint.caches.engines import CACHE_ENGINES, CacheBuild, CacheEngine, LocalCacheEngine
 
-__all__ = ["CACHE_ENGINES", "CacheBuild", "CacheEngine", "LocalCacheEngine", "cache_engine"]
+__all__ = ["CACHE_ENGINES", "CacheBuild", "CacheEngine", "LocalCacheEngine"]

@@ -35,14 +35,14 @@ class CacheBuild:
 class CacheEngine(Protocol):
     """Computes the rows of a static cache; ``build`` raises on failure and never returns part of a cache.
 
-    An engine that holds resources (the Spark engine's session) also has ``close()``, which the
-    ``Engine`` calls on close when it made the cache engine itself (``cache_engine(name)``); an
-    engine without resources has none, rather than an empty one.
+    ``close()`` releases what the engine holds (the Spark engine's session); the ``Engine`` calls
+    it on close when it made the cache engine itself from a name (``spark.cache_engine``).
     """
 
     name: str
 
     def build(self, cache: StaticCache, query: n.AlgebraQuery, static: StaticSource) -> CacheBuild: ...
+    def close(self) -> None: ...
 
 
 class LocalCacheEngine:
@@ -54,24 +54,5 @@ class LocalCacheEngine:
         # cache.sparql already carries the query's FROM/FROM NAMED (written by the compiler).
         return CacheBuild(compute_cache(cache, static), self.name, ("evaluated by pyoxigraph on the driver",))
 
-
-def cache_engine(name: str, spark_master: str | None = None, *, start: bool = True) -> CacheEngine:
-    """The cache engine called ``name`` ("local" or "spark"); ``spark_master`` only for Spark
-    (else ``CQELS_SPARK_MASTER``, else ``local[*]``). Raises ``ValueError`` for another name.
-
-    ``start`` begins starting the SparkSession in the background at once; without it the session
-    starts with ``engine.session_holder.start()`` or the first build (the server starts it when it
-    starts serving, not whenever an app object is made)."""
-    if name == "local":
-        return LocalCacheEngine()
-    if name == "spark":
-        # Imported here: pyspark is heavy and only a Spark deployment needs it.
-        from cqels_endpoint.spark.job import SparkCacheEngine
-        from cqels_endpoint.spark.session import SparkSessionHolder
-
-        holder = SparkSessionHolder(master=spark_master)
-        if start:
-            holder.start()
-        return SparkCacheEngine(holder)
-    msg = f"cache engine must be one of {', '.join(CACHE_ENGINES)}, not {name!r}"
-    raise ValueError(msg)
+    def close(self) -> None:
+        """Nothing to release: pyoxigraph evaluates in this process."""

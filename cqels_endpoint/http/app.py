@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from flask import Flask, Response, jsonify
 
-from cqels_endpoint.caches.engines import cache_engine
+from cqels_endpoint.spark import cache_engine
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.http import fast, graph_store, metrics, queries, query, results, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 
 def create_app(store: StaticStore, config: ServerConfig | None = None, engine: Engine | None = None) -> Flask:

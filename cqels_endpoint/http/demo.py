@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cqels_endpoint.errors import CqelsError
-from static_store import StaticStore
+from cqels_endpoint.static_store import StaticStore
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "examples" / "data"
 DEMO_SUFFIXES = (".trig", ".ttl", ".nt", ".nq", ".rdf", ".jsonld")

@@ -14,7 +14,7 @@ from flask import Blueprint, Response
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.negotiation import negotiated
 from cqels_endpoint.http.params import base_iri, iris, operation_and_params, single
-from static_store import GRAPH_FORMATS, RESULTS_FORMATS
+from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS
 
 SPARQL_QUERY = "application/sparql-query"
 

@@ -44,7 +44,7 @@ from cqels_endpoint.http.errors import bad_request, not_acceptable, not_found
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
 from cqels_endpoint.http.server import CLOSE_CONNECTION
 from cqels_endpoint.http.subscriptions import Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
-from static_store import GRAPH_FORMATS, MediaFormat
+from cqels_endpoint.static_store import GRAPH_FORMATS, MediaFormat
 
 blueprint = Blueprint("results", __name__)
 

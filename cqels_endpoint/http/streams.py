@@ -38,8 +38,8 @@ from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.errors import bad_request, error_response, unsupported_media_type
 from cqels_endpoint.http.params import body_text, check_utf8_charset, iri, single, url_params
 from cqels_endpoint.runtime.streams import RATE_WINDOW_MS, parse_timestamp, to_millis
-from static_store.formats import essence, rdf_format
-from static_store.load import parse_graph, rdf_syntax_error
+from cqels_endpoint.static_store.formats import essence, rdf_format
+from cqels_endpoint.static_store.load import parse_graph, rdf_syntax_error
 
 blueprint = Blueprint("streams", __name__)
 

@@ -1,7 +1,7 @@
 # distutils: language = c++
 """Compiled incremental GROUP BY / aggregates (algebra ``Group``), one output per changed group per
 tick. Key and argument evaluation, emission and dictionary references are those of
-``reference.aggregate.GroupAggregateBase`` (read it for the contract); this module keeps the groups.
+``shared.aggregate.GroupAggregateBase`` (read it for the contract); this module keeps the groups.
 
 Per group and aggregate the operator keeps (:class:`_Values`, a cdef class) the counts of each
 distinct argument value, the number of errors and — for every aggregate but COUNT — the values in
@@ -18,7 +18,7 @@ from bisect import bisect_left, bisect_right
 
 from libc.stdint cimport int64_t
 
-from cqels_endpoint.operators.reference.aggregate import AggregateSpec, GroupAggregateBase
+from cqels_endpoint.operators.shared.aggregate import AggregateSpec, GroupAggregateBase
 from cqels_endpoint.runtime.aggregates import finish, value_key
 from cqels_endpoint.runtime.functions import integer_literal
 

@@ -18,7 +18,7 @@ from cqels_endpoint.operators._indexes cimport RingIndex
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.reference.join import join_schema, pattern_schema
+from cqels_endpoint.operators.shared.schemas import join_schema, pattern_schema
 
 _MAX_INPUTS = 64  # the remaining inputs are a 64-bit mask
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__ (2× faster)

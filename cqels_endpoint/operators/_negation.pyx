@@ -23,13 +23,14 @@ from libcpp.vector cimport vector
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.reference.negation import EXISTS, MINUS, NegationBase
+from cqels_endpoint.operators.shared.negation import NegationBase
+from cqels_endpoint.plan.nodes import NegationKind
 
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__
 
 
 cdef class _NegationCore:
-    def __init__(self, owner, tuple left_schema, tuple right_schema, tuple shared, tuple keys, str kind, condition):
+    def __init__(self, owner, tuple left_schema, tuple right_schema, tuple shared, tuple keys, kind, condition):
         self.owner = owner
         for c in keys:
             self.left_key.push_back(left_schema.index(c))
@@ -43,8 +44,8 @@ cdef class _NegationCore:
                 self.right_extra.push_back(i)
         self.condition = condition
         # MINUS needs one shared column bound on both sides; a bound key column guarantees it.
-        self.needs_common = kind == MINUS and not keys
-        self.wanted_matches = kind == EXISTS
+        self.needs_common = kind is NegationKind.MINUS and not keys
+        self.wanted_matches = kind is NegationKind.EXISTS
         self.left = {}
         self.left_index = {}
         self.right = {}
@@ -197,8 +198,8 @@ class Negation(NegationBase):
     def __init__(self, left_schema, right_schema, kind, condition=None, label="", keys=None):
         super().__init__(left_schema, right_schema, kind, label, keys)
         # MINUS between inputs sharing no column never removes anything (§18.5).
-        self._inert = kind == MINUS and not self.shared
-        self._core = _NegationCore(self, self.schema, self.right_schema, self.shared, self.keys, kind, condition)
+        self._inert = self.kind is NegationKind.MINUS and not self.shared
+        self._core = _NegationCore(self, self.schema, self.right_schema, self.shared, self.keys, self.kind, condition)
         self.inputs_per_port = [0, 0]
 
     def on_batch(self, int port, list deltas):

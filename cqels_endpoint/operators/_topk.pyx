@@ -1,7 +1,7 @@
 # distutils: language = c++
 """Compiled continuous top-k: the twin of ``reference/topk.py``, same output rows, lineages, order
 and counters (the twin re-sorts everything at every changed tick; this one keeps the rows sorted).
-The order key and the emission of the slice are ``TopKBase``'s (reference/topk.py).
+The order key and the emission of the slice are ``TopKBase``'s (shared/topk.py).
 
 Every input row is kept, by lineage, with its order key computed once when it arrives, in a sorted
 list (:class:`_SortedRows`, a cdef class; keys are Python tuples, so the list is a Python list kept
@@ -20,7 +20,7 @@ Without LIMIT (``OFFSET`` alone) the region is unbounded and every change re-rea
 
 from bisect import bisect_left, bisect_right
 
-from cqels_endpoint.operators.reference.topk import TopKBase
+from cqels_endpoint.operators.shared.topk import TopKBase
 
 
 cdef class _SortedRows:

@@ -12,7 +12,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.query.ast import TriplePattern
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
-from static_store.convert import constant_term
+from cqels_endpoint.static_store.convert import constant_term
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 

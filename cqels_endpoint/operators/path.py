@@ -38,7 +38,7 @@ from cqels_endpoint.operators.reference.join import pattern_schema
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.paths import TripleGraph, compile_path, path_pairs
 from cqels_endpoint.terms import BlankNode, Var
-from static_store.convert import constant_term
+from cqels_endpoint.static_store.convert import constant_term
 
 
 class PathWindowBase(Source):

@@ -16,15 +16,16 @@ from collections.abc import Iterator
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.algebra.to_sparql import CUSTOM_AGGREGATES, to_sparql
+from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
+from cqels_endpoint.algebra.to_sparql import to_sparql
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
-from cqels_endpoint.runtime.aggregates import MEDIAN_IRI
+from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.terms import Var
 
 StaticSource = object
-"""A ``static_store.StaticStore``, a ``pyoxigraph.Store``, or None (no static data)."""
+"""A ``cqels_endpoint.static_store.StaticStore``, a ``pyoxigraph.Store``, or None (no static data)."""
 
 
 def cache_sparql(query: n.AlgebraQuery, cache: StaticCache) -> str:

@@ -46,8 +46,10 @@ from cqels_endpoint.plan.nodes import (
     ExtendNode,
     FilterNode,
     GroupNode,
+    JoinIndex,
     JoinInput,
     MultiwayJoin,
+    NegationKind,
     NegationNode,
     OptionalNode,
     OrderNode,
@@ -257,7 +259,7 @@ class _Compiler:
             case n.Minus(left, right):
                 # The stream triples of ``left`` come first in the engine's pre-order numbering.
                 left_node = self._branch(left, graph)
-                return self._negation(pattern, "minus", left_node, self._branch(right, graph), ())
+                return self._negation(pattern, NegationKind.MINUS, left_node, self._branch(right, graph), ())
             case n.Filter(exprs, inner):
                 self._check_expressions(exprs)
                 child = self._node(inner, graph)
@@ -351,7 +353,8 @@ class _Compiler:
             self.certain[id(filtered)] = self._certain(node)
             node = filtered
         for exists, right, condition in inner_sides:
-            node = self._negation(exists, "not exists" if exists.negated else "exists", node, right, condition)
+            kind = NegationKind.NOT_EXISTS if exists.negated else NegationKind.EXISTS
+            node = self._negation(exists, kind, node, right, condition)
         return node
 
     def _exists_side(self, exists: n.Exists, graph: IRI | None) -> tuple[n.Exists, PlanNode, tuple]:
@@ -388,17 +391,17 @@ class _Compiler:
         return exists, self._branch(inner, graph), tuple(condition)
 
     def _negation(
-        self, pattern: object, kind: str, left: PlanNode, right: PlanNode, condition: tuple
+        self, pattern: object, kind: NegationKind, left: PlanNode, right: PlanNode, condition: tuple
     ) -> NegationNode:
         shared = tuple(c for c in left.schema if c in right.schema and not c.startswith("_:"))
         maybe_inner = [c for c in shared if c not in self._certain(right)]
-        if kind != "minus" and maybe_inner:
+        if kind is not NegationKind.MINUS and maybe_inner:
             # (NOT) EXISTS substitutes the outer row into the inner pattern: where the inner
             # pattern may leave a shared variable unbound (OPTIONAL, UNION), that is not a
             # compatibility test on the inner solutions, which is all the operator does.
             variables = " ".join("?" + c for c in maybe_inner)
             raise PlanError(
-                f"{kind.upper()}{_where(self.query, pattern)} over {variables}, which its inner pattern may "
+                f"{kind.value.upper()}{_where(self.query, pattern)} over {variables}, which its inner pattern may "
                 "leave unbound, is not supported by incremental continuous queries; register the query "
                 'with mode="recompute" to evaluate it'
             )
@@ -494,7 +497,7 @@ class _Compiler:
             certain = self._certain(node)
             keys = tuple(c for c in shared if c in certain)
             maybe = tuple(c for c in shared if c not in certain)
-            index = "hash" if isinstance(node, StaticCache) else "ring"
+            index = JoinIndex.HASH if isinstance(node, StaticCache) else JoinIndex.RING
             join_inputs.append(JoinInput(node, keys, maybe, index))
         join = MultiwayJoin(self._id("J"), tuple(schema), pattern.span, join_inputs=tuple(join_inputs))
         self.certain[id(join)] = frozenset().union(*(self._certain(node) for node in inputs))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.errors import Span
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.kinds import Named
 from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.terms import IRI, Var
 
@@ -99,20 +100,34 @@ class StaticCache(PlanNode):
     instances: bool = False
 
 
+class JoinIndex(Named):
+    """The index a multiway join keeps on one input (``explain`` prints the value)."""
+
+    RING = "ring"  # inputs that insert and expire: windows and everything derived from them
+    HASH = "hash"  # static caches
+
+
+class NegationKind(Named):
+    """What a negation node keeps of its left rows (``explain`` and operator labels print the value)."""
+
+    NOT_EXISTS = "not exists"  # FILTER NOT EXISTS: the rows no right row matches
+    EXISTS = "exists"  # FILTER EXISTS: the rows some right row matches
+    MINUS = "minus"  # MINUS: the rows no right row matches on a common bound column
+
+
 @dataclass(eq=False)
 class JoinInput:
     """How a multiway join reads one input: the columns it is probed on and the index kind.
 
     ``keys`` are the input's columns shared with some other input and bound in every one of its
     mappings (those can be hashed); ``maybe_unbound`` are shared columns that some mappings leave
-    unbound, checked for compatibility after the probe instead. ``index`` is ``"ring"`` for inputs
-    that insert and expire (windows and everything derived from them), ``"hash"`` for static caches.
+    unbound, checked for compatibility after the probe instead.
     """
 
     node: PlanNode
     keys: tuple[str, ...]
     maybe_unbound: tuple[str, ...]
-    index: str
+    index: JoinIndex
 
 
 @dataclass(eq=False)
@@ -169,7 +184,7 @@ class DistinctNode(UnaryNode):
 
 @dataclass(eq=False)
 class TopKNode(UnaryNode):
-    """``ORDER BY … LIMIT/OFFSET`` (``operators.topk.TopK``): the input rows at positions
+    """``ORDER BY … LIMIT/OFFSET`` (the ``TopK`` operator): the input rows at positions
     ``[offset, offset + limit)`` (``limit`` None: to the end) in the order of ``conditions``, ties
     broken by the ``tie_break`` columns ascending (``algebra.ties``), then by lineage."""
 
@@ -204,14 +219,13 @@ class OptionalNode(BinaryNode):
 
 @dataclass(eq=False)
 class NegationNode(BinaryNode):
-    """``FILTER NOT EXISTS`` / ``FILTER EXISTS`` / ``MINUS``: ``left`` rows kept by how many ``right``
-    rows match them (``operators.negation``). ``kind`` is ``"not exists"``, ``"exists"`` or
-    ``"minus"``; ``shared`` the columns the two sides are matched on, of which ``keys`` (bound in
-    every row of both) are hashed and the others checked per candidate; ``condition`` the inner
-    group's FILTER expressions, evaluated on the left row merged with the right one (they may
-    read outer variables: the correlated NOT EXISTS of DEBS Q2)."""
+    """``FILTER NOT EXISTS`` / ``FILTER EXISTS`` / ``MINUS`` (``kind``): ``left`` rows kept by how many
+    ``right`` rows match them (the ``Negation`` operator); ``shared`` the columns the two sides are
+    matched on, of which ``keys`` (bound in every row of both) are hashed and the others checked per
+    candidate; ``condition`` the inner group's FILTER expressions, evaluated on the left row merged
+    with the right one (they may read outer variables: the correlated NOT EXISTS of DEBS Q2)."""
 
-    kind: str = ""
+    kind: NegationKind | None = None
     shared: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     condition: tuple[n.Expression, ...] = ()

@@ -11,8 +11,8 @@ it. What the handlers do beyond copying:
   blank nodes, labelled ``b0``, ``b1``, … in the order the parser completes them, skipping labels
   the text itself uses, so the same text always gives the same labels;
 - durations become milliseconds in window configurations, with the CQELS-specific checks (a unit,
-  SLIDE not longer than RANGE, exactly one window per STREAM, no paths in STREAM blocks) and the
-  rejection of stream constructs where the caller does not allow them.
+  SLIDE not longer than RANGE, exactly one window per STREAM, a triple pattern in every STREAM
+  block) and the rejection of stream constructs where the caller does not allow them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query._durations import parse_duration
 from cqels_endpoint.query._iri import resolve_iri
 from cqels_endpoint.query._lexical import Source, unescape_local_name, unescape_string
+from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow
 from cqels_endpoint.terms import (
     RDF_FIRST,
@@ -716,7 +717,7 @@ class AstBuilder:
         return ast.WindowPattern(name, pattern, span=self._span(at))
 
     def stream_pattern(self, at, children):
-        keyword, window_before, stream, window_after, triples = children
+        keyword, window_before, stream, window_after, pattern = children
         self._continuous_only("STREAM", keyword.start_pos, keyword.end_pos)
         span = self._span(at)
         if window_before is not None and window_after is not None:
@@ -729,15 +730,9 @@ class AstBuilder:
                 "e.g. [RANGE 30s], [RANGE 1m SLIDE 10s], [NOW] or [TRIPLES 10]"
             )
             raise self._error_at(msg, _cover(self._token_span(keyword), stream.span))
-        if not triples:
+        if not any(isinstance(node, ast.TriplePattern) for node in walk(pattern)):
             raise self._error_at("a STREAM block needs at least one triple pattern", span)
-        return ast.StreamPattern(stream, window, triples, span=span)
-
-    def stream_block(self, at, children):
-        (block,) = children
-        if block is None:
-            return ()
-        return block.triples
+        return ast.StreamPattern(stream, window, pattern, span=span)
 
     def window(self, at, children):
         return children[0]

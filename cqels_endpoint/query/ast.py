@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
+from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Node, Var, VarOrTerm  # noqa: F401  (re-exported)
 
@@ -240,11 +241,16 @@ class SubSelect(Node):
 
 @dataclass(frozen=True)
 class StreamPattern(Node):
-    """CQELS ``STREAM <s> [window] { triples }`` (either keyword order of the ISWC paper and later)."""
+    """CQELS ``STREAM <s> [window] { … }`` (either keyword order of the ISWC paper and later).
+
+    ``pattern`` is a full group graph pattern, as in ``WindowPattern``: every triple pattern in it
+    outside ``GRAPH`` and ``SERVICE`` (OPTIONAL, UNION and nested groups included) reads the window
+    of ``stream``.
+    """
 
     stream: IRI | Var
     window: WindowConfig
-    triples: tuple[TriplePattern, ...]
+    pattern: GroupGraphPattern
 
 
 @dataclass(frozen=True)
@@ -419,9 +425,15 @@ class Query(Node):
     @property
     def is_continuous(self) -> bool:
         """Whether the query reads any stream (STREAM/WINDOW blocks or stream datasets)."""
-        from cqels_endpoint.query.visit import mentions_streams
-
         return mentions_streams(self)
+
+
+_STREAM_NODES = (StreamPattern, WindowPattern, StreamDataset, NamedWindow)
+
+
+def mentions_streams(node: object) -> bool:
+    """Whether a query (or any part of one) reads a stream: STREAM, WINDOW or a stream dataset."""
+    return any(isinstance(n, _STREAM_NODES) for n in walk(node))
 
 
 # --------------------------------------------------------------------------- update

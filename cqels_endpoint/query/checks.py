@@ -57,9 +57,7 @@ def _collect_scope(node: object, found: dict[str, Var]) -> None:
             for term in (subject, predicate, obj):
                 if isinstance(term, Var):
                     found.setdefault(term.name, term)
-        case ast.TriplesBlock(triples=triples) | ast.StreamPattern(triples=triples):
-            if isinstance(node, ast.StreamPattern):
-                _collect_scope(node.stream, found)
+        case ast.TriplesBlock(triples=triples):
             for triple in triples:
                 _collect_scope(triple, found)
         case ast.GroupGraphPattern(elements=elements):
@@ -75,7 +73,7 @@ def _collect_scope(node: object, found: dict[str, Var]) -> None:
         case ast.GraphPattern(name=name, pattern=pattern) | ast.ServicePattern(name=name, pattern=pattern):
             _collect_scope(name, found)
             _collect_scope(pattern, found)
-        case ast.WindowPattern(name=name, pattern=pattern):
+        case ast.StreamPattern(stream=name, pattern=pattern) | ast.WindowPattern(name=name, pattern=pattern):
             _collect_scope(name, found)
             _collect_scope(pattern, found)
         case ast.InlineData(vars=variables):
@@ -322,9 +320,11 @@ class _Checker:
                     self.group(element, element_near, inside)
                 case ast.SubSelect(query=select):
                     self.select(select, element_near, inside)
-                case ast.StreamPattern():
+                case ast.StreamPattern(stream=stream, pattern=pattern):
                     if inside is not None:
                         raise self.error(self.nested_message("STREAM", inside), element, near)
+                    label = f"STREAM <{stream.value}>" if isinstance(stream, ast.IRI) else f"STREAM ?{stream.name}"
+                    self.group(pattern, element_near, inside=label)
                 case ast.WindowPattern(name=name, pattern=pattern):
                     if inside is not None:
                         raise self.error(self.nested_message("WINDOW", inside), element, near)
@@ -466,7 +466,8 @@ class _BlankNodeScopes:
     """§19.6: a blank-node label may not be used in two different basic graph patterns.
 
     A BGP is a run of triple blocks in one group, interrupted only by FILTERs (which the algebra
-    lifts out of the group); every other element ends it. A STREAM block is a BGP of its own.
+    lifts out of the group); every other element ends it. A STREAM block, a group of its own, starts
+    a new one.
     CONSTRUCT templates are not BGPs and are not scanned.
     """
 
@@ -504,11 +505,6 @@ class _BlankNodeScopes:
                 pass
             case ast.GroupGraphPattern():
                 self.group(node)
-            case ast.StreamPattern(triples=triples):
-                unit = self.new_unit()
-                for triple in triples:
-                    for term in (triple.subject, triple.object):
-                        self.use(term, unit, triple.span or node.span)
             case tuple():
                 for item in node:
                     self.pattern(item)

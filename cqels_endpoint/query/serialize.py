@@ -350,8 +350,8 @@ def _element(element: ast.GroupElement, indent: str) -> str:
         case ast.SubSelect():
             # Among other elements a sub-select needs braces of its own (which parse as a group).
             return _group(ast.GroupGraphPattern((element,)), indent)
-        case ast.StreamPattern(stream, window, triples):
-            return f"STREAM {write_term(stream)} {format_window(window)} {_triples_block(triples, indent)}"
+        case ast.StreamPattern(stream, window, pattern):
+            return f"STREAM {write_term(stream)} {format_window(window)} {_group(pattern, indent)}"
         case ast.WindowPattern(name, pattern):
             return f"WINDOW {write_term(name)} {_group(pattern, indent)}"
     raise TypeError(f"not a group element: {element!r}")

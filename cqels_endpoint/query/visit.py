@@ -33,11 +33,3 @@ def walk(node: object) -> Iterator[object]:
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current))))
-
-
-def mentions_streams(node: object) -> bool:
-    """Whether a query (or any part of one) reads a stream: STREAM, WINDOW or a stream dataset."""
-    from cqels_endpoint.query import ast
-
-    stream_nodes = (ast.StreamPattern, ast.WindowPattern, ast.StreamDataset, ast.NamedWindow)
-    return any(isinstance(n, stream_nodes) for n in walk(node))

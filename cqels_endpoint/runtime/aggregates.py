@@ -4,8 +4,8 @@ Both aggregation operators — the incremental one (``operators.aggregate``) and
 twin (``operators.reference.aggregate``) — reduce a group to, per aggregate, the multiset of its
 argument values that evaluated without error (sorted by :func:`value_key`; a set for DISTINCT)
 plus the number of arguments that raised an error or were unbound. :func:`finish` turns that into
-the aggregate's term, or None (unbound) where SPARQL says the aggregate is an error. The rules
-follow pyoxigraph, the engine's recompute oracle:
+the aggregate's term by its row in ``AGGREGATES``, or None (unbound) where SPARQL says the
+aggregate is an error. The rules follow pyoxigraph, the engine's recompute oracle:
 
 - ``COUNT`` counts the values without error; ``COUNT(*)`` counts solutions.
 - ``SUM``, ``AVG``, ``MIN``, ``MAX``, ``GROUP_CONCAT`` and ``MEDIAN`` are errors as soon as one
@@ -35,15 +35,16 @@ solutions arrive and expire in:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-from pyoxigraph import Literal
+from pyoxigraph import Literal, NamedNode
 
+from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
 from cqels_endpoint.runtime import functions as fn
 from cqels_endpoint.runtime.expressions import ExpressionError, order_key
 from cqels_endpoint.runtime.functions import integer_literal
 
-AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX", "SAMPLE", "GROUP_CONCAT", "MEDIAN")
 _ZERO = integer_literal(0)
 
 
@@ -59,54 +60,47 @@ def is_numeric(term) -> bool:
     return kind == fn.KIND_NUMERIC and value is not fn.ILL_TYPED
 
 
-def finish(name: str, values: Sequence, errors: int, separator: str | None = None):
-    """The value of aggregate ``name`` over ``values`` (sorted by :func:`value_key`), ``errors``
-    arguments having failed; None when the aggregate is an error (its variable stays unbound)."""
-    if name == "COUNT":
-        return integer_literal(len(values))
-    if name == "SAMPLE":
-        return values[0] if values else None
-    if errors:
-        return None
-    try:
-        if name == "SUM":
-            return _sum(values)
-        if name == "AVG":
-            if not values:
-                return _ZERO
-            return fn.arithmetic("/", _sum(values), integer_literal(len(values)))
-        if name == "MIN":
-            return values[0] if values else None
-        if name == "MAX":
-            return values[-1] if values else None
-        if name == "MEDIAN":
-            # Numerics sort before every other literal and after IRIs and blank nodes: checking
-            # both ends checks them all.
-            if not values or not (is_numeric(values[0]) and is_numeric(values[-1])):
-                return None
-            return values[(len(values) - 1) // 2]
-        if name == "GROUP_CONCAT":
-            return _concat(values, " " if separator is None else separator)
-    except ExpressionError:
-        return None
-    raise ValueError(f"unknown aggregate {name}")
+def _count(values: Sequence, separator: str | None) -> Literal:
+    return integer_literal(len(values))
 
 
-def _sum(values: Sequence) -> Literal:
+def _first(values: Sequence, separator: str | None):
+    return values[0] if values else None
+
+
+def _last(values: Sequence, separator: str | None):
+    return values[-1] if values else None
+
+
+def _sum(values: Sequence, separator: str | None = None) -> Literal:
     total = _ZERO
     for value in values:
         total = fn.arithmetic("+", total, value)
     return total
 
 
-def _concat(values: Sequence, separator: str) -> Literal:
+def _avg(values: Sequence, separator: str | None) -> Literal:
+    if not values:
+        return _ZERO
+    return fn.arithmetic("/", _sum(values), integer_literal(len(values)))
+
+
+def _median(values: Sequence, separator: str | None):
+    # Numerics sort before every other literal and after IRIs and blank nodes: checking both ends
+    # checks them all.
+    if not values or not (is_numeric(values[0]) and is_numeric(values[-1])):
+        return None
+    return values[(len(values) - 1) // 2]
+
+
+def _group_concat(values: Sequence, separator: str | None) -> Literal:
     parts = []
     languages = set()
     for value in values:
         text, language = fn.string_value(value)
         parts.append(text)
         languages.add(language)
-    text = separator.join(parts)
+    text = (" " if separator is None else separator).join(parts)
     if len(languages) == 1:
         (language,) = languages
         if language is not None:
@@ -114,9 +108,42 @@ def _concat(values: Sequence, separator: str) -> Literal:
     return Literal(text)
 
 
-# ---------------------------------------------------------------------- MEDIAN for pyoxigraph
+class Aggregate(NamedTuple):
+    """One aggregate: ``fold(values, separator)`` gives its term over the values sorted by
+    :func:`value_key` (None: unbound; an ``ExpressionError`` also leaves it unbound)."""
 
-MEDIAN_IRI = "urn:cqels:aggregate:median"
+    fold: Callable[[Sequence, str | None], Literal | None]
+    strict: bool  # an argument in error (or unbound) makes the whole aggregate an error
+
+
+AGGREGATES: dict[str, Aggregate] = {
+    "COUNT": Aggregate(_count, strict=False),
+    "SUM": Aggregate(_sum, strict=True),
+    "AVG": Aggregate(_avg, strict=True),
+    "MIN": Aggregate(_first, strict=True),
+    "MAX": Aggregate(_last, strict=True),
+    "SAMPLE": Aggregate(_first, strict=False),
+    "GROUP_CONCAT": Aggregate(_group_concat, strict=True),
+    "MEDIAN": Aggregate(_median, strict=True),
+}
+"""The aggregates a query may use, by upper-case name."""
+
+
+def finish(name: str, values: Sequence, errors: int, separator: str | None = None):
+    """The value of aggregate ``name`` over ``values`` (sorted by :func:`value_key`), ``errors``
+    arguments having failed; None when the aggregate is an error (its variable stays unbound)."""
+    aggregate = AGGREGATES.get(name)
+    if aggregate is None:
+        raise ValueError(f"unknown aggregate {name}")
+    if errors and aggregate.strict:
+        return None
+    try:
+        return aggregate.fold(values, separator)
+    except ExpressionError:
+        return None
+
+
+# ---------------------------------------------------------------------- MEDIAN for pyoxigraph
 
 
 class MedianAccumulator:
@@ -134,3 +161,7 @@ class MedianAccumulator:
 
     def finish(self):
         return finish("MEDIAN", sorted(self.values, key=value_key), 0)
+
+
+CUSTOM_AGGREGATES = {NamedNode(MEDIAN_IRI): MedianAccumulator}
+"""``custom_aggregate_functions`` for ``pyoxigraph.Store.query`` on ``to_sparql`` text."""

@@ -364,7 +364,7 @@ class TermDictionary:
         if kind is None:
             msg = (
                 f"cannot encode {term!r}: term ids are for pyoxigraph NamedNode, BlankNode, Literal "
-                "and Triple (convert query constants with static_store.convert.constant_term)"
+                "and Triple (convert query constants with cqels_endpoint.static_store.convert.constant_term)"
             )
             raise TypeError(msg)
         if kind is TermKind.LITERAL:

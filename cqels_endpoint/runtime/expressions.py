@@ -218,71 +218,6 @@ _COMPARISONS = {
     ">=": fn.greater_equal,
 }
 
-_UNARY = {
-    "STR": fn.fn_str,
-    "LANG": fn.fn_lang,
-    "DATATYPE": fn.fn_datatype,
-    "STRLEN": fn.fn_strlen,
-    "UCASE": fn.fn_ucase,
-    "LCASE": fn.fn_lcase,
-    "ENCODE_FOR_URI": fn.fn_encode_for_uri,
-    "ABS": fn.fn_abs,
-    "ROUND": fn.fn_round,
-    "CEIL": fn.fn_ceil,
-    "FLOOR": fn.fn_floor,
-    "YEAR": fn.fn_year,
-    "MONTH": fn.fn_month,
-    "DAY": fn.fn_day,
-    "HOURS": fn.fn_hours,
-    "MINUTES": fn.fn_minutes,
-    "SECONDS": fn.fn_seconds,
-    "TIMEZONE": fn.fn_timezone,
-    "TZ": fn.fn_tz,
-    "MD5": fn.fn_md5,
-    "SHA1": fn.fn_sha1,
-    "SHA256": fn.fn_sha256,
-    "SHA384": fn.fn_sha384,
-    "SHA512": fn.fn_sha512,
-    "ISIRI": fn.fn_is_iri,
-    "ISURI": fn.fn_is_iri,
-    "ISBLANK": fn.fn_is_blank,
-    "ISLITERAL": fn.fn_is_literal,
-    "ISNUMERIC": fn.fn_is_numeric,
-}
-
-_BINARY = {
-    "STRDT": fn.fn_strdt,
-    "STRLANG": fn.fn_strlang,
-    "STRSTARTS": fn.fn_strstarts,
-    "STRENDS": fn.fn_strends,
-    "CONTAINS": fn.fn_contains,
-    "STRBEFORE": fn.fn_strbefore,
-    "STRAFTER": fn.fn_strafter,
-    "LANGMATCHES": fn.fn_lang_matches,
-    "SAMETERM": fn.fn_same_term,
-}
-
-_ARITY: dict[str, tuple[int, int | None]] = {name: (1, 1) for name in _UNARY}
-_ARITY.update({name: (2, 2) for name in _BINARY})
-_ARITY.update(
-    {
-        "BOUND": (1, 1),
-        "IF": (3, 3),
-        "COALESCE": (0, None),
-        "CONCAT": (0, None),
-        "SUBSTR": (2, 3),
-        "REGEX": (2, 3),
-        "REPLACE": (3, 4),
-        "IRI": (1, 1),
-        "URI": (1, 1),
-        "BNODE": (0, 1),
-        "RAND": (0, 0),
-        "NOW": (0, 0),
-        "UUID": (0, 0),
-        "STRUUID": (0, 0),
-    }
-)
-
 
 def _raise_error(row: Row):
     raise ExpressionError
@@ -444,45 +379,27 @@ class _Compiler:
 
     def _builtin(self, expr: ast.BuiltinCall) -> tuple[Compiled, object]:
         name = expr.name.upper()
-        arity = _ARITY.get(name)
-        if arity is None:
+        builtin = fn.BUILTINS.get(name)
+        form = _FORMS.get(name)
+        if builtin is not None:
+            function, low, high = builtin
+        elif form is not None:
+            compile_form, low, high = form
+        else:
             msg = f"unknown built-in function {expr.name}"
             raise PlanError(msg)
-        low, high = arity
         if len(expr.args) < low or (high is not None and len(expr.args) > high):
             msg = f"{name} takes {low if low == high else f'{low} to {high}'} arguments, not {len(expr.args)}"
             raise PlanError(msg)
-        if name == "BOUND":
-            return self._bound(expr.args[0])
-        if name in ("RAND", "NOW", "UUID", "STRUUID", "BNODE"):
-            return self._nondeterministic(name, expr.args)
+        if builtin is None:
+            return compile_form(self, expr.args)
         args, constants = self._args(expr.args)
-        if name in _UNARY:
-            closure = _strict(_UNARY[name], args)
-        elif name in _BINARY:
-            closure = _strict(_BINARY[name], args)
-        elif name == "IF":
-            closure = _if(*args)
-        elif name == "COALESCE":
-            return _coalesce(args, constants)
-        elif name == "CONCAT":
-            closure = _strict(fn.fn_concat, args) if args else _constant(fn.EMPTY_STRING)
-        elif name == "SUBSTR":
-            closure = _strict(fn.fn_substr, args)
-        elif name in ("IRI", "URI"):
-            base_iri = self.base_iri
-            (arg,) = args
+        return self._fold(_strict(function, args), constants)
 
-            def closure(row: Row):
-                return fn.fn_iri(arg(row), base_iri)
+    # ------------------------------------------------------------------ built-in forms (``_FORMS``)
 
-        elif name == "REGEX":
-            closure = _regex(args, constants)
-        else:  # REPLACE
-            closure = _replace(args, constants)
-        return self._fold(closure, constants)
-
-    def _bound(self, arg) -> tuple[Compiled, object]:
+    def _form_bound(self, exprs) -> tuple[Compiled, object]:
+        (arg,) = exprs
         if not isinstance(arg, Var):
             msg = "BOUND takes a variable"
             raise PlanError(msg)
@@ -493,16 +410,43 @@ class _Compiler:
 
         return bound, _NOT_CONSTANT
 
-    def _nondeterministic(self, name: str, exprs) -> tuple[Compiled, object]:
+    def _form_if(self, exprs) -> tuple[Compiled, object]:
+        args, constants = self._args(exprs)
+        return self._fold(_if(*args), constants)
+
+    def _form_coalesce(self, exprs) -> tuple[Compiled, object]:
+        return _coalesce(*self._args(exprs))
+
+    def _form_iri(self, exprs) -> tuple[Compiled, object]:
+        (arg,), constants = self._args(exprs)
+        base_iri = self.base_iri
+
+        def iri(row: Row):
+            return fn.fn_iri(arg(row), base_iri)
+
+        return self._fold(iri, constants)
+
+    def _form_regex(self, exprs) -> tuple[Compiled, object]:
+        args, constants = self._args(exprs)
+        return self._fold(_regex(args, constants), constants)
+
+    def _form_replace(self, exprs) -> tuple[Compiled, object]:
+        args, constants = self._args(exprs)
+        return self._fold(_replace(args, constants), constants)
+
+    def _form_rand(self, exprs) -> tuple[Compiled, object]:
         rng = self.rng
-        if name == "RAND":
-            return (lambda row: Literal(fn.format_double(rng.random()), datatype=DOUBLE)), _NOT_CONSTANT
-        if name == "UUID":
-            return (lambda row: NamedNode(f"urn:uuid:{_uuid4(rng)}")), _NOT_CONSTANT
-        if name == "STRUUID":
-            return (lambda row: Literal(str(_uuid4(rng)))), _NOT_CONSTANT
-        if name == "NOW":
-            return self._now(), _NOT_CONSTANT
+        return (lambda row: Literal(fn.format_double(rng.random()), datatype=DOUBLE)), _NOT_CONSTANT
+
+    def _form_uuid(self, exprs) -> tuple[Compiled, object]:
+        rng = self.rng
+        return (lambda row: NamedNode(f"urn:uuid:{_uuid4(rng)}")), _NOT_CONSTANT
+
+    def _form_struuid(self, exprs) -> tuple[Compiled, object]:
+        rng = self.rng
+        return (lambda row: Literal(str(_uuid4(rng)))), _NOT_CONSTANT
+
+    def _form_bnode(self, exprs) -> tuple[Compiled, object]:
         if not exprs:
             return (lambda row: BlankNode()), _NOT_CONSTANT
         (label,), _ = self._args(exprs)
@@ -520,7 +464,7 @@ class _Compiler:
 
         return bnode, _NOT_CONSTANT
 
-    def _now(self) -> Compiled:
+    def _form_now(self, exprs) -> tuple[Compiled, object]:
         source = self.now
         last = self.last_now  # [source value, literal]: format each distinct time once
 
@@ -531,7 +475,26 @@ class _Compiler:
                 last[1] = _datetime_literal(value)
             return last[1]
 
-        return now
+        return now, _NOT_CONSTANT
+
+
+# The built-ins that are not functions of their evaluated arguments (those are ``fn.BUILTINS``): they
+# read the solution or the evaluation context, short-circuit, or compile a constant pattern once.
+# Each entry: the compiler method taking the argument expressions, and the arity.
+_FORMS: dict[str, tuple[Callable[[_Compiler, tuple], tuple[Compiled, object]], int, int | None]] = {
+    "BOUND": (_Compiler._form_bound, 1, 1),
+    "IF": (_Compiler._form_if, 3, 3),
+    "COALESCE": (_Compiler._form_coalesce, 0, None),
+    "IRI": (_Compiler._form_iri, 1, 1),
+    "URI": (_Compiler._form_iri, 1, 1),
+    "REGEX": (_Compiler._form_regex, 2, 3),
+    "REPLACE": (_Compiler._form_replace, 3, 4),
+    "BNODE": (_Compiler._form_bnode, 0, 1),
+    "RAND": (_Compiler._form_rand, 0, 0),
+    "NOW": (_Compiler._form_now, 0, 0),
+    "UUID": (_Compiler._form_uuid, 0, 0),
+    "STRUUID": (_Compiler._form_struuid, 0, 0),
+}
 
 
 def _datetime_literal(value) -> Literal:

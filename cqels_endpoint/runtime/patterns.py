@@ -33,7 +33,7 @@ from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.runtime.paths import path_links
 from cqels_endpoint.terms import IRI, BlankNode, Var
-from static_store.convert import constant_term
+from cqels_endpoint.static_store.convert import constant_term
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import pyoxigraph as ox
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.caches.graphs import graphs_read
 from cqels_endpoint.runtime.encoding import decode_inline, inline_id
-from static_store.convert import graph_name
+from cqels_endpoint.static_store.convert import graph_name
 
 DEFAULT_GRAPH = 0
 

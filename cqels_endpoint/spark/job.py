@@ -38,7 +38,7 @@ from pathlib import Path
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.sexpr import to_sexpr
 from cqels_endpoint.algebra.variables import certainly_bound
-from cqels_endpoint.caches.engines import CacheBuild
+from cqels_endpoint.caches.engines import CACHE_ENGINES, CacheBuild, CacheEngine, LocalCacheEngine
 from cqels_endpoint.plan.caches import StaticSource, compute_cache
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
@@ -46,7 +46,7 @@ from cqels_endpoint.query.visit import walk
 from cqels_endpoint.spark.export import DEFAULT_GRAPH, Snapshot, export_snapshot, parse_term
 from cqels_endpoint.spark.session import SparkSessionHolder
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
-from static_store.convert import constant_term
+from cqels_endpoint.static_store.convert import constant_term
 
 log = logging.getLogger("cqels_endpoint.caches")
 
@@ -586,3 +586,21 @@ def _run_bind(expr, base_iri, names, values) -> str | None:
         return str(_compiled("bind", expr, base_iri)(_decoded_row(names, values)))
     except ExpressionError:
         return None
+
+
+def cache_engine(name: str, spark_master: str | None = None, *, start: bool = True) -> CacheEngine:
+    """The cache engine called ``name`` ("local" or "spark"); ``spark_master`` only for Spark
+    (else ``CQELS_SPARK_MASTER``, else ``local[*]``). Raises ``ValueError`` for another name.
+
+    ``start`` begins starting the SparkSession in the background at once; without it the session
+    starts with ``engine.session_holder.start()`` or the first build (the server starts it when it
+    starts serving, not whenever an app object is made)."""
+    if name == "local":
+        return LocalCacheEngine()
+    if name == "spark":
+        holder = SparkSessionHolder(master=spark_master)
+        if start:
+            holder.start()
+        return SparkCacheEngine(holder)
+    msg = f"cache engine must be one of {', '.join(CACHE_ENGINES)}, not {name!r}"
+    raise ValueError(msg)

@@ -13,25 +13,7 @@ from typing import Any
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator, Source
 from cqels_endpoint.operators.reference.indexes import RingIndex
-
-
-def pattern_schema(pattern: Sequence[str | None]) -> tuple[str, ...]:
-    """The variables of a triple pattern (subject, predicate, object; None = constant), first occurrence order."""
-    schema: list[str] = []
-    for name in pattern:
-        if name is not None and name not in schema:
-            schema.append(name)
-    return tuple(schema)
-
-
-def join_schema(input_schemas: Sequence[Sequence[str]]) -> tuple[str, ...]:
-    """The output schema of a join: every input's variables, in order of first appearance."""
-    schema: list[str] = []
-    for input_schema in input_schemas:
-        for name in input_schema:
-            if name not in schema:
-                schema.append(name)
-    return tuple(schema)
+from cqels_endpoint.operators.shared.schemas import join_schema, pattern_schema
 
 
 class WindowBuffer(Source):

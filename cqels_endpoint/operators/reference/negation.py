@@ -15,45 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cqels_endpoint.errors import OperatorError
-from cqels_endpoint.operators.base import Delta, Operator
-
-NOT_EXISTS = "not exists"
-EXISTS = "exists"
-MINUS = "minus"
-KINDS = (NOT_EXISTS, EXISTS, MINUS)
-
-
-def merged_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
-    """The columns of a left row extended with a right row: left's, then right's new ones."""
-    return tuple(left) + tuple(c for c in right if c not in left)
-
-
-def shared_columns(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
-    """The columns both sides bind, in left order; internal columns (``_:b``, blank nodes of a
-    stream pattern) are local to their pattern and never shared."""
-    return tuple(c for c in left if c in right and not c.startswith("_:"))
-
-
-class NegationBase(Operator):
-    """What both negation operators check and keep: the kind, the right schema, the shared columns
-    and the hash ``keys`` among them (all shared columns unless told)."""
-
-    arity = 2
-
-    def __init__(
-        self, left_schema: Sequence[str], right_schema: Sequence[str], kind: str, label: str, keys: Sequence[str] | None
-    ) -> None:
-        if kind not in KINDS:
-            msg = f"unknown negation kind {kind!r}; expected one of {KINDS}"
-            raise ValueError(msg)
-        super().__init__(tuple(left_schema), label or kind)
-        self.kind = kind
-        self.right_schema = tuple(right_schema)
-        self.shared = shared_columns(self.schema, self.right_schema)
-        self.keys = self.shared if keys is None else tuple(keys)
-        if not set(self.keys) <= set(self.shared):
-            msg = f"{self.label}: keys {self.keys} are not all shared columns {self.shared}"
-            raise ValueError(msg)
+from cqels_endpoint.operators.base import Delta
+from cqels_endpoint.operators.shared.negation import NegationBase
+from cqels_endpoint.plan.nodes import NegationKind
 
 
 class Negation(NegationBase):
@@ -63,7 +27,7 @@ class Negation(NegationBase):
         self,
         left_schema: Sequence[str],
         right_schema: Sequence[str],
-        kind: str,
+        kind: NegationKind | str,
         condition: Callable[[tuple], bool] | None = None,
         label: str = "",
         keys: Sequence[str] | None = None,
@@ -102,7 +66,7 @@ class Negation(NegationBase):
                 common = True
             elif mine is None:
                 merged[self.schema.index(column)] = theirs
-        if self.kind == MINUS:
+        if self.kind is NegationKind.MINUS:
             return common
         return self._condition is None or bool(self._condition(tuple(merged) + tuple(right[i] for i in self._extra)))
 
@@ -111,7 +75,7 @@ class Negation(NegationBase):
         output = {}
         for lineage, row in left.items():
             matched = any(self._match(row, other) for other in right.values())
-            if matched == (self.kind == EXISTS):
+            if matched == (self.kind is NegationKind.EXISTS):
                 output[lineage] = row
         # A lineage may come back with another row (an upstream group's changed aggregates).
         gone = [Delta(row, -1, lineage) for lineage, row in sorted(self._output.items()) if output.get(lineage) != row]

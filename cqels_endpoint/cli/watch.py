@@ -22,7 +22,7 @@ import json
 import urllib.parse
 from collections.abc import Iterator
 
-from cqels_endpoint.client import Client
+from cqels_endpoint.cli.client import Client
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 # Literals of these types read unambiguously without quotes and datatype.

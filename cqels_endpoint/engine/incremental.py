@@ -1,6 +1,6 @@
 """The evaluator of ``mode="incremental"``: the physical plan run as push operators on signed deltas.
 
-The engine (``engine.py``) owns time and windows and drives one evaluator per registered query
+The engine (``core.py``) owns time and windows and drives one evaluator per registered query
 through the ``Evaluator`` protocol: ``on_insert``/``on_expire`` when a stream triple enters or
 leaves the window of one stream triple pattern, ``evaluate(tau)`` at each evaluation time. Here
 those calls become leaf deltas of the plan's window buffers, and ``evaluate`` is the punctuation
@@ -151,6 +151,11 @@ class IncrementalEvaluator:
     def on_static_change(self) -> None:
         """Nothing to do now: the engine's rebuild manager rebuilds the caches that read the
         changed graphs in the background and installs them (``install_caches``)."""
+
+    @property
+    def caches(self) -> Sequence[tuple]:
+        """The ``(StaticCache node, operator)`` of each static cache of the plan."""
+        return self.built.caches
 
     def install_caches(self, builds: Sequence[tuple[Any, Sequence[tuple]]]) -> None:
         """Makes each ``(operator, rows)`` the content of that static cache operator (rows of

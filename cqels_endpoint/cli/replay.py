@@ -4,7 +4,8 @@
 taxi trips written down in ``examples/data/debs2015/README.md``: one event per CSV row on
 ``<http://debs2015.org/streams/trips>`` at its drop-off time, subject ``:trip<line number>``.
 
->>> event = next(debs2015(DEBS_SAMPLE, predicates=("taxi", "tip")))
+>>> row = "07290D3599E7A0D62097A346EFCC1FB5,E7750A37CAB07D0DFF0AF7E3573AC141,2013-01-01 00:00:00,2013-01-01 00:02:00,120,0.44,-73.956528,40.716976,-73.962440,40.715008,CSH,3.50,0.50,0.50,0.00,0.00,4.50"
+>>> event = _debs_event(1, row.split(","), predicates=("taxi", "tip"))
 >>> event.line, event.time
 (1, 1356998520000)
 >>> print(event.data)  # doctest: +ELLIPSIS
@@ -21,7 +22,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-DEBS_SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "data" / "debs2015" / "trips-2013-01-01-head5000.csv"
 DEBS_TAXI = "http://debs2015.org/taxi#"
 DEBS_TRIPS = "http://debs2015.org/streams/trips"
 _XSD = "http://www.w3.org/2001/XMLSchema#"

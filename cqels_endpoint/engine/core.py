@@ -1,9 +1,9 @@
-"""The continuous engine's public face: ``Engine``, ``ContinuousQuery``, ``Emission`` (DESIGN §4).
+"""The continuous engine: ``Engine`` registers queries, feeds them stream events and delivers their emissions.
 
 The engine owns time. It converts and orders stream events (``runtime.streams``), keeps one
 window state per stream triple pattern of each registered query (``runtime.windows``), decides
 when a query is evaluated, and turns the signed deltas of ``Γ`` into R2S emissions. How ``Γ`` is
-computed is the evaluator's business (the ``Evaluator`` protocol below): ``mode="incremental"``
+computed is the evaluator's business (``evaluator.Evaluator``): ``mode="incremental"``
 (``incremental.IncrementalEvaluator``) or ``mode="recompute"`` (``recompute.RecomputeEvaluator``,
 the oracle); the two modes differ in nothing else.
 
@@ -35,337 +35,35 @@ from __future__ import annotations
 import itertools
 import threading
 import time as _time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Mapping, Sequence
 
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.parameters import Template, bind_parameters, make_template, with_instance_table
 from cqels_endpoint.algebra.passes import optimize
 from cqels_endpoint.algebra.translate import to_algebra
-from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, cache_engine as make_cache_engine
+from cqels_endpoint.caches.engines import CacheBuild, CacheEngine
 from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
-from cqels_endpoint.errors import ArgumentError, CqelsError, PlanError, SharingError
-from cqels_endpoint.query import ast
+from cqels_endpoint.spark import cache_engine as make_cache_engine
+from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
+from cqels_endpoint.engine.emission import Term
+from cqels_endpoint.engine.evaluator import Evaluator, Mode
+from cqels_endpoint.engine.incremental import IncrementalEvaluator
+from cqels_endpoint.engine.instances import GroupDriver, InstanceGroup, InstanceQuery
+from cqels_endpoint.engine.recompute import RecomputeEvaluator
+from cqels_endpoint.errors import ArgumentError, PlanError, SharingError, UnknownQueryError
+from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
-from cqels_endpoint.query.windows import RangeWindow, WindowConfig
-from cqels_endpoint.recompute import RecomputeEvaluator
 from cqels_endpoint.runtime.encoding import TermDictionary
-from cqels_endpoint.runtime.latency import LatencyHistogram
 from cqels_endpoint.runtime.patterns import StreamTriple, stream_triples
-from cqels_endpoint.runtime.sharing import SharedWindows, WindowReader
+from cqels_endpoint.runtime.sharing import SharedWindows
 from cqels_endpoint.runtime.streams import Event, Streams, to_millis, to_triples
-from cqels_endpoint.runtime.windows import CloseSchedule
-from cqels_endpoint.terms import IRI, BlankNode, Var
-from static_store.convert import constant_term
-from static_store.store import StaticStore
+from cqels_endpoint.static_store.convert import ast_term
+from cqels_endpoint.static_store.store import StaticStore
+from cqels_endpoint.terms import IRI
 
-if TYPE_CHECKING:
-    from cqels_endpoint.instances import InstanceGroup
-
-Term = ox.NamedNode | ox.BlankNode | ox.Literal
-Row = dict[str, Term]
-R2S_KINDS = ("ISTREAM", "RSTREAM", "DSTREAM")
-MODES = ("incremental", "recompute")
-XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
-RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-
-
-class UnknownQueryError(CqelsError, KeyError):
-    """No continuous query is registered under that name."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown query"
-
-
-class Evaluator(Protocol):
-    """How one registered query computes Γ; the engine calls, per evaluation time, any number of
-    ``on_insert``/``on_expire`` (only for triples matching the pattern), then one ``evaluate``."""
-
-    def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None: ...
-    def on_expire(self, pattern_id: int, seq: int) -> None: ...
-    def evaluate(self, tau: int) -> list[tuple[Row, int]]: ...
-    def snapshot(self) -> list[Row]: ...
-    def on_static_change(self) -> None: ...
-    def explain(self) -> str: ...
-
-
-# --------------------------------------------------------------------------- emissions
-
-
-@dataclass(frozen=True)
-class Emission:
-    """One output of a continuous query at time ``time`` (ms).
-
-    SELECT: ``rows`` (solution mappings ``{var: pyoxigraph term}``), ``variables`` the projection.
-    CONSTRUCT: ``triples`` (the template instantiated on the rows of this R2S).
-    ASK: ``boolean``, the answer (RSTREAM: at every evaluation; ISTREAM: ``True`` when it turns
-    true; DSTREAM: ``False`` when it turns false).
-    """
-
-    query: str
-    time: int
-    r2s: str
-    variables: tuple[str, ...] = ()
-    rows: list[Row] | None = None
-    triples: list[ox.Triple] | None = None
-    boolean: bool | None = None
-
-    def to_sparql_json(self) -> dict:
-        """A SPARQL 1.1 JSON result: ``head``/``results`` of these rows, or ``head``/``boolean`` (ASK)."""
-        if self.boolean is not None:
-            return {"head": {}, "boolean": self.boolean}
-        if self.rows is None:
-            msg = "a CONSTRUCT emission has triples, not rows: use to_ntriples()"
-            raise TypeError(msg)
-        bindings = [{var: term_json(term) for var, term in row.items()} for row in self.rows]
-        return {"head": {"vars": list(self.variables)}, "results": {"bindings": bindings}}
-
-    def to_ntriples(self) -> str:
-        """The triples as N-Triples text (CONSTRUCT only)."""
-        if self.triples is None:
-            msg = "a SELECT or ASK emission has no triples: use to_sparql_json()"
-            raise TypeError(msg)
-        return "".join(f"{triple} .\n" for triple in self.triples)
-
-    def to_json(self) -> dict:
-        """The JSON object of one Server-Sent Event / NDJSON line (DESIGN §6)."""
-        head = {"query": self.query, "time": self.time, "r2s": self.r2s}
-        if self.triples is None:
-            return head | self.to_sparql_json()
-        return head | {"triples": self.to_ntriples()}
-
-
-def term_json(term: Term | ox.Triple) -> dict:
-    """A term as a SPARQL 1.1 JSON results binding (RDF 1.2 triple terms as ``"triple"``)."""
-    if isinstance(term, ox.NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, ox.BlankNode):
-        return {"type": "bnode", "value": term.value}
-    if isinstance(term, ox.Literal):
-        result = {"type": "literal", "value": term.value}
-        if term.language:
-            result["xml:lang"] = term.language
-        elif term.datatype.value not in (XSD_STRING, RDF_LANG_STRING):
-            result["datatype"] = term.datatype.value
-        return result
-    if isinstance(term, ox.Triple):
-        parts = {"subject": term.subject, "predicate": term.predicate, "object": term.object}
-        return {"type": "triple", "value": {k: term_json(v) for k, v in parts.items()}}
-    raise TypeError(f"not an RDF term: {term!r}")
-
-
-def instantiate(template, rows: list[Row]) -> list[ox.Triple]:
-    """The CONSTRUCT template on each row: fresh blank nodes per row, ill-formed triples skipped
-    (an unbound variable, a literal subject, a non-IRI predicate), duplicates dropped."""
-    triples: dict[ox.Triple, None] = {}
-    for row in rows:
-        fresh: dict[str, ox.BlankNode] = {}
-        for pattern in template:
-            terms = [_template_term(x, row, fresh) for x in (pattern.subject, pattern.predicate, pattern.object)]
-            subject, predicate, obj = terms
-            if obj is None or not isinstance(subject, (ox.NamedNode, ox.BlankNode)) or not isinstance(predicate, ox.NamedNode):
-                continue
-            triples.setdefault(ox.Triple(subject, predicate, obj))
-    return list(triples)
-
-
-def _template_term(term, row: Row, fresh: dict[str, ox.BlankNode]):
-    if isinstance(term, Var):
-        return row.get(term.name)
-    if isinstance(term, BlankNode):
-        if term.label not in fresh:
-            fresh[term.label] = ox.BlankNode()
-        return fresh[term.label]
-    try:
-        return constant_term(term)
-    except (TypeError, ValueError):
-        return None
-
-
-# --------------------------------------------------------------------------- queries
-
-
-@dataclass(eq=False)
-class ContinuousQuery:
-    """A registered continuous query; build it with ``Engine.register``."""
-
-    name: str
-    text: str
-    algebra: n.AlgebraQuery
-    r2s: str
-    mode: str
-    patterns: list[StreamTriple]
-    evaluator: Evaluator
-    origin_ms: int | None = None
-    # One reader per stream pattern of the engine's shared window states (runtime.sharing).
-    windows: list[WindowReader] = field(default_factory=list)
-    # An instance of a template that runs a plan of its own: why it shares none (instances.py).
-    unshared: str | None = None
-    schedule: CloseSchedule | None = field(init=False)
-    clock: int | None = field(init=False, default=None)
-    evaluations: int = field(init=False, default=0)
-    emitted: int = field(init=False, default=0)
-    # Seconds the engine spent on each event (and advance) of this query: windows and evaluation.
-    latency: LatencyHistogram = field(init=False, default_factory=LatencyHistogram)
-
-    def __post_init__(self) -> None:
-        # A window declared in the dataset is a window of the query even where no pattern reads it
-        # (a query whose patterns all read named static graphs reports on its stream's events).
-        windows = [st.window for st in self.patterns] + [window for _stream, window in declared_windows(self.algebra)]
-        slides = [w.slide_ms for w in windows if isinstance(w, RangeWindow) and w.periodic]
-        self.schedule = CloseSchedule(slides, self.origin_ms) if slides else None
-        self.streams = frozenset(st.stream.value for st in self.patterns) | frozenset(
-            stream.value for stream, _window in declared_windows(self.algebra)
-        )
-        self._by_stream: dict[str, list[StreamTriple]] = {}
-        for st in self.patterns:
-            self._by_stream.setdefault(st.stream.value, []).append(st)
-        self._subscribers: list[Callable[[Emission], None]] = []
-        self.variables = _projection(self.algebra)
-        self._outbox: list[Emission] = []
-
-    @property
-    def form(self) -> str:
-        return self.algebra.form
-
-    @property
-    def periodic(self) -> bool:
-        return self.schedule is not None
-
-    def subscribe(self, callback: Callable[[Emission], None]) -> Callable[[], None]:
-        """Calls ``callback(emission)`` on every emission of this query; returns an unsubscribe function."""
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
-
-    def snapshot(self) -> list[Row]:
-        """Γ at the last evaluation (a bag, as a list of ``{var: term}``)."""
-        return self.evaluator.snapshot()
-
-    def explain(self) -> str:
-        """The evaluator's plan with live counters, after the query's windows and their sizes."""
-        kind = "eager"
-        if self.schedule is not None:
-            kind = f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
-        lines = [f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"]
-        for st, window in zip(self.patterns, self.windows):
-            lines.append(
-                f"  window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
-                f"state {self._readers(window)}"
-            )
-        if self.unshared is not None:
-            lines.append(f"  a plan of its own: {self.unshared}")
-        return "\n".join(lines) + "\n" + self.evaluator.explain()
-
-    def _readers(self, window: WindowReader) -> str:
-        return f"shared by {window.shared_by} quer{'y' if window.shared_by == 1 else 'ies'}"
-
-    # ------------------------------------------------------------------ driven by the engine
-
-    def _on_event(self, event: Event, seqs: itertools.count, step: int) -> None:
-        # ``step`` numbers the engine's dispatches and advances (the instances of a template use it).
-        if self.schedule is not None:
-            if self.schedule.origin is None:
-                self.schedule.set_origin(event.time)
-            for close in self.schedule.closes_through(event.time):
-                self._evaluate(close, tick=None)
-            tau = event.time if self.clock is None else self.clock
-        else:
-            tau = event.time if self.clock is None else max(event.time, self.clock)
-        for triple in event.triples:
-            for st in self._by_stream.get(event.stream, ()):
-                if not st.matches(triple):
-                    continue
-                seq, expired = self.windows[st.id].offer(event.time, tau, event.arrival, seqs)
-                if seq is None:  # already out of the window at the query's clock
-                    continue
-                self.evaluator.on_insert(st.id, triple, event.time, seq)
-                for gone in expired:
-                    self.evaluator.on_expire(st.id, gone)
-        if self.schedule is None:
-            self._evaluate(tau, tick=event.arrival)
-
-    def _on_advance(self, time: int, step: int) -> None:
-        if self.schedule is not None:
-            for close in self.schedule.closes_through(time):
-                self._evaluate(close, tick=None)
-        else:
-            self._evaluate(time if self.clock is None else max(time, self.clock), tick=None)
-
-    def _evaluate(self, tau: int, tick: object) -> None:
-        for st, window in zip(self.patterns, self.windows):
-            for gone in window.expire(tau, tick):
-                self.evaluator.on_expire(st.id, gone)
-        deltas = self.evaluator.evaluate(tau)
-        self._emit(tau, deltas, self.evaluator.snapshot() if self.r2s == "RSTREAM" else None)
-
-    def _emit(self, tau: int, deltas: list[tuple[Row, int]], snapshot: list[Row] | None) -> None:
-        """The evaluation at ``tau`` is done: Γ changed by ``deltas`` and is ``snapshot`` (RSTREAM)."""
-        self.clock = tau
-        self.evaluations += 1
-        if self.r2s == "RSTREAM":
-            rows = snapshot
-        else:
-            sign = 1 if self.r2s == "ISTREAM" else -1
-            rows = [row for row, s in deltas if s == sign]
-        if self.algebra.form == "ASK":
-            # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
-            if self.r2s == "RSTREAM":
-                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(rows)))
-            elif rows:
-                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s == "ISTREAM"))
-        elif self.algebra.form == "CONSTRUCT":
-            triples = instantiate(self.algebra.template, rows)
-            if triples or self.r2s == "RSTREAM":
-                self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
-        elif rows or self.r2s == "RSTREAM":
-            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=rows))
-
-    def _close(self) -> None:
-        """Releases the windows and the plan (the query was unregistered)."""
-        for window in self.windows:
-            window.close()
-        close = getattr(self.evaluator, "close", None)
-        if close is not None:
-            close()
-
-    def _deliver(self) -> BaseException | None:
-        """Hands the pending emissions to the subscribers; returns the first callback error."""
-        outbox, self._outbox = self._outbox, []
-        failure = None
-        for emission in outbox:
-            self.emitted += 1
-            for callback in list(self._subscribers):
-                try:
-                    callback(emission)
-                except Exception as error:  # one failing subscriber must not starve the others
-                    failure = failure or error
-        return failure
-
-
-def declared_windows(algebra: n.AlgebraQuery) -> list[tuple[IRI, WindowConfig]]:
-    """The (stream, window) of each ``FROM STREAM`` / ``FROM NAMED WINDOW`` clause of the query."""
-    return [
-        (d.stream, d.window) for d in algebra.datasets if isinstance(d, (ast.StreamDataset, ast.NamedWindow))
-    ]
-
-
-def _projection(algebra: n.AlgebraQuery) -> tuple[str, ...]:
-    pattern = algebra.pattern
-    while isinstance(pattern, (n.Slice, n.Distinct, n.Reduced)):
-        pattern = pattern.input
-    if algebra.form == "SELECT" and isinstance(pattern, n.Project):
-        return tuple(v.name for v in pattern.vars)
-    return ()
-
-
-# --------------------------------------------------------------------------- the engine
 
 
 def wall_clock_ms() -> int:
@@ -440,22 +138,25 @@ class Engine:
         keyword, else ISTREAM. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query
         the engine cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
         """
-        algebra, r2s, patterns = self._plan(text, r2s, mode)
+        mode = Mode.choose(mode, "mode")
+        return self._register(text, self._prepare(to_algebra(parse_query(text)), r2s), name, mode, origin_ms)
+
+    def _register(
+        self, text: str, planned: tuple[n.AlgebraQuery, R2S, list[StreamTriple]], name: str | None, mode: Mode, origin_ms: int | None
+    ) -> ContinuousQuery:
+        algebra, r2s, patterns = planned
         with self._lock:
             name = self._name(name, algebra.register)
             evaluator = self._evaluator(mode, algebra, patterns, name)
             self._registering.add(name)
         # The initial caches are built outside the lock so that a slow cache engine does not hold
         # up the running queries; the query is not visible before they are installed.
-        caches = getattr(evaluator, "built", None)
         try:
-            states, builds, version = self.caches.build(name, algebra, caches.caches if caches else [])
+            states, builds, version = self.caches.build(name, algebra, evaluator.caches)
         except BaseException:
             with self._lock:
                 self._registering.discard(name)
-                close = getattr(evaluator, "close", None)
-                if close is not None:
-                    close()  # drops the dictionary references its plan took
+                evaluator.close()  # drops the dictionary references its plan took
             raise
         with self._lock:
             self._registering.discard(name)
@@ -468,28 +169,47 @@ class Engine:
                 observer(query, True)
         return query
 
+    def template(self, text: str, parameters: Sequence[str] = ()) -> Template:
+        """A parameterised query: ``text`` parsed once, its parameters those its ``# @param ?var``
+        lines declare followed by ``parameters`` (names without ``?``). Raises what ``register``
+        would for the template, and ``QuerySyntaxError`` for a bad or unused parameter."""
+        parsed = parse_query(text)
+        return make_template(parsed, (*declared_parameters(text), *parameters))
+
+    def check_template(self, template: Template, r2s: str | None = None, mode: str = "incremental") -> None:
+        """Raises what registering an instance of ``template`` would for its query, ``r2s`` and ``mode``."""
+        mode = Mode.choose(mode, "mode")
+        algebra, _, patterns = self._prepare(template.algebra, r2s)
+        with self._lock:  # a plan takes references in the shared term dictionary
+            self._evaluator(mode, algebra, patterns, "check").close()
+
     def register_instances(
         self,
-        template: str,
-        values_at: int,
-        instances: Sequence[tuple[str, dict[str, Term], str]],
+        template: Template,
+        instances: Sequence[tuple[str, Mapping[str, Term]]],
         r2s: str | None = None,
         mode: str = "incremental",
         origin_ms: int | None = None,
         group: str = "instances",
     ) -> list[ContinuousQuery]:
-        """Registers instances of a template, all or none; returns their queries in order.
+        """Registers instances of ``template`` (``Engine.template``), all or none; returns their
+        queries in order. ``instances`` holds ``(name, {parameter: pyoxigraph term})`` per instance.
 
-        ``template`` is the template's text with an empty ``VALUES (?param …) {}`` starting at
-        character ``values_at`` (first in the group of its WHERE); ``instances`` holds ``(name,
-        {param: term}, text)`` per instance, ``text`` being the template with the terms pre-bound.
+        An instance is the template's algebra with its parameters bound (``algebra.parameters``).
         The incremental instances registered at one epoch share one plan (``instances.py``, named
         ``{group}#k`` in cache statistics); where they cannot, or in recompute mode, each instance
-        is registered from its own text, and its ``unshared`` says why.
+        is registered with a plan of its own, and its ``unshared`` says why.
         """
-        reason = "recompute mode evaluates each instance on its own" if mode != "incremental" else None
+        mode = Mode.choose(mode, "mode")
+        for name, bindings in instances:
+            missing = [p for p in template.parameters if p not in bindings]
+            extra = [p for p in bindings if p not in template.parameters]
+            if missing or extra:
+                msg = f"instance {name!r} binds {', '.join(map(repr, bindings))}, not the parameters {', '.join(template.parameters)}"
+                raise ArgumentError(msg)
+        reason = "recompute mode evaluates each instance on its own" if mode is not Mode.INCREMENTAL else None
         if reason is None:
-            algebra, r2s_kind, patterns = self._plan(template, r2s, mode, instances_at=values_at)
+            algebra, r2s_kind, patterns = self._prepare(with_instance_table(template.algebra), r2s)
             try:
                 queries = self._register_shared(template, algebra, r2s_kind, patterns, instances, origin_ms, group)
             except SharingError as error:
@@ -498,8 +218,9 @@ class Engine:
                 return queries
         queries = []
         try:
-            for name, _bindings, text in instances:
-                queries.append(self.register(text, name, r2s, mode, origin_ms))
+            for name, bindings in instances:
+                bound = bind_parameters(template.algebra, {p: ast_term(term) for p, term in bindings.items()})
+                queries.append(self._register(template.text, self._prepare(bound, r2s), name, mode, origin_ms))
                 queries[-1].unshared = reason
         except BaseException:
             for query in queries:
@@ -509,12 +230,12 @@ class Engine:
 
     def _register_shared(self, template, algebra, r2s, patterns, instances, origin_ms, group) -> list[ContinuousQuery]:
         with self._lock:
-            names = [name for name, _bindings, _text in instances]
+            names = [name for name, _bindings in instances]
             for number, name in enumerate(names):
                 self._name(name, None)
                 if name in names[:number]:
                     raise ArgumentError(f"two instances are named {name!r}")
-            key = (template, r2s, origin_ms, self._epoch)
+            key = (template.text, template.parameters, r2s, origin_ms, self._epoch)
             existing = self._instance_groups.get(key)
             if existing is not None:
                 return self._start_instances(existing, instances)
@@ -535,20 +256,17 @@ class Engine:
             instance_group.driver.windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
             self._groups_by_name[instance_group.name] = instance_group
             # Only instances of this epoch may join it later: later ones start from another history.
-            self._instance_groups.setdefault((template, r2s, origin_ms, self._epoch), instance_group)
+            self._instance_groups.setdefault(key, instance_group)
             self.caches.install(instance_group.name, algebra, states, version)
             return self._start_instances(instance_group, instances)
 
     def _new_group(
-        self, group: str, template: str, algebra: n.AlgebraQuery, r2s: str, patterns: list[StreamTriple], origin_ms: int | None
+        self, group: str, template: Template, algebra: n.AlgebraQuery, r2s: R2S, patterns: list[StreamTriple], origin_ms: int | None
     ) -> InstanceGroup:
         """A group whose driver has no windows yet (``_register_shared`` joins them when it starts)."""
-        from cqels_endpoint.incremental import IncrementalEvaluator
-        from cqels_endpoint.instances import GroupDriver, InstanceGroup
-
         evaluator = IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
         name = f"{group}#{next(self._group_numbers)}"
-        driver = GroupDriver(name, template, algebra, r2s, "incremental", patterns, evaluator, origin_ms)
+        driver = GroupDriver(name, template.text, algebra, r2s, Mode.INCREMENTAL, patterns, evaluator, origin_ms)
         return InstanceGroup(driver, self._drop_group)
 
     def _adopt_caches(self, name: str, evaluator: Evaluator, states: list[CacheState], builds: list[CacheBuild]) -> None:
@@ -558,12 +276,10 @@ class Engine:
             evaluator.describe_cache = lambda node: self.caches.describe(name, node.id)
 
     def _start_instances(self, instance_group: InstanceGroup, instances) -> list[ContinuousQuery]:
-        from cqels_endpoint.instances import InstanceQuery
-
-        views = instance_group.add(bindings for _name, bindings, _text in instances)
+        views = instance_group.add(bindings for _name, bindings in instances)
         queries = []
-        for (name, _bindings, text), view in zip(instances, views):
-            query = InstanceQuery.of(instance_group.driver, name, text, view)
+        for (name, _bindings), view in zip(instances, views):
+            query = InstanceQuery.of(instance_group.driver, name, instance_group.driver.text, view)
             self.queries[name] = query
             queries.append(query)
         for query in queries:
@@ -587,36 +303,24 @@ class Engine:
     def check(self, text: str, r2s: str | None = None, mode: str = "incremental") -> None:
         """Raises what ``register`` would for ``text``, ``r2s`` and ``mode`` (bad text, a plan the
         engine cannot run, a bad argument) without registering anything or building a cache."""
-        algebra, _, patterns = self._plan(text, r2s, mode)
+        mode = Mode.choose(mode, "mode")
+        algebra, _, patterns = self._prepare(to_algebra(parse_query(text)), r2s)
         with self._lock:  # a plan takes references in the shared term dictionary
-            close = getattr(self._evaluator(mode, algebra, patterns, "check"), "close", None)
-            if close is not None:
-                close()
+            self._evaluator(mode, algebra, patterns, "check").close()
 
-    def _plan(
-        self, text: str, r2s: str | None, mode: str, instances_at: int | None = None
-    ) -> tuple[n.AlgebraQuery, str, list[StreamTriple]]:
-        if mode not in MODES:
-            msg = f"mode must be one of {', '.join(MODES)}, not {mode!r}"
-            raise ArgumentError(msg)
-        parsed = parse_query(text)
-        algebra = to_algebra(parsed)
-        if instances_at is not None:
-            from cqels_endpoint.instances import with_instance_table
-
-            algebra = with_instance_table(algebra, instances_at)
+    def _prepare(self, algebra: n.AlgebraQuery, r2s: str | None) -> tuple[n.AlgebraQuery, R2S, list[StreamTriple]]:
+        """The optimised algebra of a query to register, its R2S operator and its stream patterns."""
         algebra = optimize(algebra)
-        if algebra.form not in ("SELECT", "CONSTRUCT", "ASK"):
+        if algebra.form not in (QueryForm.SELECT, QueryForm.CONSTRUCT, QueryForm.ASK):
             msg = (
                 f"a continuous query must be a SELECT, a CONSTRUCT or an ASK, not {algebra.form}: "
                 "run it once on the static store"
             )
             raise PlanError(msg)
         register = algebra.register
-        r2s = (r2s or (register.kind if register is not None and register.kind in R2S_KINDS else "ISTREAM")).upper()
-        if r2s not in R2S_KINDS:
-            msg = f"r2s must be one of {', '.join(R2S_KINDS)}, not {r2s!r}"
-            raise ArgumentError(msg)
+        if r2s is None:
+            r2s = register.kind if register is not None and register.kind in R2S.__members__ else R2S.ISTREAM
+        r2s = R2S.choose(r2s.upper(), "r2s")
         patterns = stream_triples(algebra)
         if not patterns and not declared_windows(algebra):
             msg = "a continuous query reads at least one stream (STREAM, FROM STREAM or WINDOW): run it once on the static store"
@@ -762,9 +466,8 @@ class Engine:
                 self._unsubscribe_store = None
         # Outside the lock: a rebuild under way may be waiting for it to swap (and is then dropped).
         self.caches.close()
-        close_engine = getattr(self.caches.engine, "close", None) if self._owns_cache_engine else None
-        if close_engine is not None:
-            close_engine()  # e.g. stops the Spark session cache_engine("spark") started
+        if self._owns_cache_engine:
+            self.caches.engine.close()  # e.g. stops the Spark session cache_engine("spark") started
 
     # ------------------------------------------------------------------ internals
 
@@ -797,10 +500,9 @@ class Engine:
         with self._lock:
             query = self.queries.get(name)
             instance_group = self._groups_by_name.get(name)
-            evaluator = query.evaluator if query is not None else getattr(instance_group, "evaluator", None)
-            built = getattr(evaluator, "built", None)
+            evaluator = query.evaluator if query is not None else instance_group.evaluator if instance_group is not None else None
             # The name may have been unregistered and taken again meanwhile: only its own caches.
-            owned = {id(operator) for _, operator in built.caches} if built is not None else set()
+            owned = {id(operator) for _, operator in evaluator.caches} if evaluator is not None else set()
             if not all(id(state.operator) in owned for state, _ in builds):
                 return False
             evaluator.install_caches([(state.operator, build.rows) for state, build in builds])
@@ -824,11 +526,9 @@ class Engine:
             raise ArgumentError(msg)
         return name
 
-    def _evaluator(self, mode: str, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:
-        if mode == "recompute":
+    def _evaluator(self, mode: Mode, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:
+        if mode is Mode.RECOMPUTE:
             return RecomputeEvaluator(algebra, patterns, self.store, self.dictionary, name=name)
-        from cqels_endpoint.incremental import IncrementalEvaluator  # it builds on this module's types
-
         return IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
 
 

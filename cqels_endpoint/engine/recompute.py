@@ -1,4 +1,4 @@
-"""``mode="recompute"``: the oracle of the continuous engine (DESIGN §4 "Oracle").
+"""``mode="recompute"``: the oracle of the continuous engine.
 
 At every evaluation ``Γ(τ)`` is what pyoxigraph returns for the query over a store that holds the
 static data plus one named graph per stream triple pattern, ``urn:cqels:window:<query>:<id>``,
@@ -34,10 +34,11 @@ import pyoxigraph as ox
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.rewrite import bottom_up
 from cqels_endpoint.algebra.ties import break_ties
-from cqels_endpoint.algebra.to_sparql import CUSTOM_AGGREGATES, to_sparql
+from cqels_endpoint.algebra.to_sparql import to_sparql
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
+from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.runtime.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.terms import IRI, Var
 
@@ -95,7 +96,7 @@ class RecomputeEvaluator:
             self.store.remove(ox.Quad(triple.subject, triple.predicate, triple.object, self.graphs[pattern_id]))
 
     def on_static_change(self) -> None:
-        # Re-read at the next evaluation: a change alone emits nothing (DESIGN §4 "Static data").
+        # Re-read at the next evaluation: a change alone emits nothing (see docs/ARCHITECTURE.md).
         self._static_dirty = True
 
     def evaluate(self, tau: int) -> list[tuple[Row, int]]:
@@ -136,6 +137,21 @@ class RecomputeEvaluator:
             lines.append(f"  window {st.id} <{graph.value}>: {size} triple(s) on <{st.stream.value}>")
         lines.append(f"  evaluations: {self.evaluations}, |Γ| = {len(self._rows)}")
         return "\n".join(lines)
+
+    # Re-evaluation reads the static data itself: no caches for the engine to build or describe.
+    caches: tuple = ()
+    describe_cache = None
+
+    def install_caches(self, builds) -> None:
+        if builds:
+            msg = "a re-evaluated query has no static caches to install"
+            raise TypeError(msg)
+
+    def close(self) -> None:
+        """Drops the window copies and the static copy (the in-memory store)."""
+        self.store = ox.Store()
+        for triples in self._window_triples:
+            triples.clear()
 
     # ------------------------------------------------------------------ static data
 

@@ -34,19 +34,19 @@ from typing import TypeVar
 
 import pyoxigraph as ox
 
-from cqels_endpoint import parse_query, parse_update
+from cqels_endpoint.query.parser import parse_query, parse_update
 from cqels_endpoint.errors import EndpointError, GraphNotFound, StoreError
 from cqels_endpoint.query import ast
-from static_store.checks import check_request, evaluation_error
-from static_store.convert import GraphTerm, graph_name, graph_term
-from static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes
-from static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
-from static_store.load import bulk_load, graph_sizes, growth, parse_graph, rdf_syntax_error
-from static_store.results import QueryResult, serialize_evaluation
-from static_store.shape import UpdateShape, query_shape, update_shape
-from static_store.timeout import DeadlineWriter, EvaluationFailed, evaluate_in_child, timeout_message
-from static_store.update import UpdateRequest
-from static_store.versions import VersionLog
+from cqels_endpoint.static_store.checks import check_request, evaluation_error
+from cqels_endpoint.static_store.convert import GraphTerm, graph_name, graph_term
+from cqels_endpoint.static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes
+from cqels_endpoint.static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
+from cqels_endpoint.static_store.load import bulk_load, graph_sizes, growth, parse_graph, rdf_syntax_error
+from cqels_endpoint.static_store.results import QueryResult, serialize_evaluation
+from cqels_endpoint.static_store.shape import UpdateShape, query_shape, update_shape
+from cqels_endpoint.static_store.timeout import DeadlineWriter, EvaluationFailed, evaluate_in_child, timeout_message
+from cqels_endpoint.static_store.update import UpdateRequest
+from cqels_endpoint.static_store.versions import VersionLog
 
 T = TypeVar("T")
 

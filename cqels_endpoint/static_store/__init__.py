@@ -1,6 +1,6 @@
 """The static store: every access to pyoxigraph (named graphs, change events, bulk load).
 
->>> from static_store import StaticStore
+>>> from cqels_endpoint.static_store import StaticStore
 >>> with StaticStore() as store:
 ...     event = store.update('INSERT DATA { <http://ex.org/a> <http://ex.org/p> 1 }')
 ...     [(c.graph, c.added, c.removed) for c in event.changes], store.version
@@ -9,9 +9,9 @@
 True
 """
 
-from static_store.convert import DEFAULT_GRAPH
-from static_store.events import ChangeEvent, GraphChange
-from static_store.formats import (
+from cqels_endpoint.static_store.convert import DEFAULT_GRAPH
+from cqels_endpoint.static_store.events import ChangeEvent, GraphChange
+from cqels_endpoint.static_store.formats import (
     GRAPH_FORMATS,
     GRAPH_MEDIA_TYPES,
     RDF_INPUT_MEDIA_TYPES,
@@ -19,8 +19,8 @@ from static_store.formats import (
     RESULTS_MEDIA_TYPES,
     MediaFormat,
 )
-from static_store.results import QueryResult
-from static_store.store import StaticStore
+from cqels_endpoint.static_store.results import QueryResult
+from cqels_endpoint.static_store.store import StaticStore
 
 __all__ = [
     "DEFAULT_GRAPH",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from static_store.convert import GraphTerm, graph_name
-from static_store.load import graph_sizes
+from cqels_endpoint.static_store.convert import GraphTerm, graph_name
+from cqels_endpoint.static_store.load import graph_sizes
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The instances of one stored template evaluated by one operator graph.
 
-A template (``http/queries.py``) is a continuous query with parameters; an instance pre-binds them
-with a one-row ``VALUES`` at the top of the template's WHERE. Registered one by one, a thousand
+A template (``algebra.parameters``) is a continuous query with parameters; an instance binds them
+with a one-row table first in the template's WHERE. Registered one by one, a thousand
 instances would keep a thousand copies of every window buffer, join index and operator state. The
 engine instead registers the instances made at one *epoch* (no event or advance in between, so
 they start from the same window history, as ``runtime.sharing`` requires) as one **instance
@@ -30,7 +30,6 @@ group), a FILTER that reads only parameters (it lands inside the table's cache).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,30 +37,12 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.algebra.rewrite import map_children
-from cqels_endpoint.engine import ContinuousQuery, Row
+from cqels_endpoint.engine.continuous import ContinuousQuery
+from cqels_endpoint.engine.emission import Row
 from cqels_endpoint.terms import XSD_INTEGER
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 INSTANCE = n.INSTANCE.name
-
-
-def with_instance_table(algebra: n.AlgebraQuery, offset: int) -> n.AlgebraQuery:
-    """``algebra`` with the ``VALUES`` written at character ``offset`` of its text (the template's
-    parameters, no rows) made the group's ``InstanceTable``."""
-    found = []
-
-    def convert(node):
-        if isinstance(node, n.Table) and node.span is not None and node.span.start == offset:
-            found.append(node)
-            return n.InstanceTable((n.INSTANCE, *node.vars), (), span=node.span)
-        return map_children(node, convert)
-
-    pattern = convert(algebra.pattern)
-    if len(found) != 1:
-        msg = f"no parameter VALUES block at character {offset} of the template"
-        raise ValueError(msg)
-    return dataclasses.replace(algebra, pattern=pattern)
 
 
 @dataclass(eq=False)
@@ -212,6 +193,10 @@ class InstanceGroup:
 class InstanceView:
     """An instance's handle on its group: its row of the instance table, its part of Γ."""
 
+    # The group's caches belong to its driver's evaluator: an instance has none of its own.
+    caches: tuple = ()
+    describe_cache = None
+
     def __init__(self, group: InstanceGroup, key: int, row: tuple) -> None:
         self.group = group
         self.key = key
@@ -226,6 +211,12 @@ class InstanceView:
 
     def on_static_change(self) -> None:
         """Nothing to do: the group's caches are rebuilt and installed like a query's."""
+
+    def install_caches(self, builds) -> None:
+        """An instance has no caches (``caches`` is empty), so the engine gives it no builds."""
+        if builds:
+            msg = "the caches of an instance group are installed on its driver's evaluator"
+            raise TypeError(msg)
 
     def explain(self) -> str:
         group = self.group

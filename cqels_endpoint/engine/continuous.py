@@ -1,0 +1,203 @@
+"""A registered continuous query: its windows, its clock and schedule, and its R2S emissions.
+
+``ContinuousQuery`` is driven by the ``Engine`` (``core.py``): ``_on_event`` offers an event's
+triples to the query's window readers and evaluates, ``_on_advance`` evaluates at a time, and the
+deltas of Γ that its ``Evaluator`` returns become ``Emission``s held until ``_deliver``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.engine.emission import Emission, Row, instantiate
+from cqels_endpoint.engine.evaluator import Evaluator, Mode
+from cqels_endpoint.query import ast
+from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.query.windows import RangeWindow, WindowConfig
+from cqels_endpoint.runtime.latency import LatencyHistogram
+from cqels_endpoint.runtime.patterns import StreamTriple
+from cqels_endpoint.runtime.sharing import WindowReader
+from cqels_endpoint.runtime.streams import Event
+from cqels_endpoint.runtime.windows import CloseSchedule
+from cqels_endpoint.terms import IRI
+
+@dataclass(eq=False)
+class ContinuousQuery:
+    """A registered continuous query; build it with ``Engine.register``."""
+
+    name: str
+    text: str
+    algebra: n.AlgebraQuery
+    r2s: R2S
+    mode: Mode
+    patterns: list[StreamTriple]
+    evaluator: Evaluator
+    origin_ms: int | None = None
+    # One reader per stream pattern of the engine's shared window states (runtime.sharing).
+    windows: list[WindowReader] = field(default_factory=list)
+    # An instance of a template that runs a plan of its own: why it shares none (instances.py).
+    unshared: str | None = None
+    schedule: CloseSchedule | None = field(init=False)
+    clock: int | None = field(init=False, default=None)
+    evaluations: int = field(init=False, default=0)
+    emitted: int = field(init=False, default=0)
+    # Seconds the engine spent on each event (and advance) of this query: windows and evaluation.
+    latency: LatencyHistogram = field(init=False, default_factory=LatencyHistogram)
+
+    def __post_init__(self) -> None:
+        self.r2s, self.mode = R2S(self.r2s), Mode(self.mode)
+        # A window declared in the dataset is a window of the query even where no pattern reads it
+        # (a query whose patterns all read named static graphs reports on its stream's events).
+        windows = [st.window for st in self.patterns] + [window for _stream, window in declared_windows(self.algebra)]
+        slides = [w.slide_ms for w in windows if isinstance(w, RangeWindow) and w.periodic]
+        self.schedule = CloseSchedule(slides, self.origin_ms) if slides else None
+        self.streams = frozenset(st.stream.value for st in self.patterns) | frozenset(
+            stream.value for stream, _window in declared_windows(self.algebra)
+        )
+        self._by_stream: dict[str, list[StreamTriple]] = {}
+        for st in self.patterns:
+            self._by_stream.setdefault(st.stream.value, []).append(st)
+        self._subscribers: list[Callable[[Emission], None]] = []
+        self.variables = _projection(self.algebra)
+        self._outbox: list[Emission] = []
+
+    @property
+    def form(self) -> str:
+        return self.algebra.form
+
+    @property
+    def periodic(self) -> bool:
+        return self.schedule is not None
+
+    def subscribe(self, callback: Callable[[Emission], None]) -> Callable[[], None]:
+        """Calls ``callback(emission)`` on every emission of this query; returns an unsubscribe function."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def snapshot(self) -> list[Row]:
+        """Γ at the last evaluation (a bag, as a list of ``{var: term}``)."""
+        return self.evaluator.snapshot()
+
+    def explain(self) -> str:
+        """The evaluator's plan with live counters, after the query's windows and their sizes."""
+        kind = "eager"
+        if self.schedule is not None:
+            kind = f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
+        lines = [f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"]
+        for st, window in zip(self.patterns, self.windows):
+            lines.append(
+                f"  window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
+                f"state {self._readers(window)}"
+            )
+        if self.unshared is not None:
+            lines.append(f"  a plan of its own: {self.unshared}")
+        return "\n".join(lines) + "\n" + self.evaluator.explain()
+
+    def _readers(self, window: WindowReader) -> str:
+        return f"shared by {window.shared_by} quer{'y' if window.shared_by == 1 else 'ies'}"
+
+    # ------------------------------------------------------------------ driven by the engine
+
+    def _on_event(self, event: Event, seqs: itertools.count, step: int) -> None:
+        # ``step`` numbers the engine's dispatches and advances (the instances of a template use it).
+        if self.schedule is not None:
+            if self.schedule.origin is None:
+                self.schedule.set_origin(event.time)
+            for close in self.schedule.closes_through(event.time):
+                self._evaluate(close, tick=None)
+            tau = event.time if self.clock is None else self.clock
+        else:
+            tau = event.time if self.clock is None else max(event.time, self.clock)
+        for triple in event.triples:
+            for st in self._by_stream.get(event.stream, ()):
+                if not st.matches(triple):
+                    continue
+                seq, expired = self.windows[st.id].offer(event.time, tau, event.arrival, seqs)
+                if seq is None:  # already out of the window at the query's clock
+                    continue
+                self.evaluator.on_insert(st.id, triple, event.time, seq)
+                for gone in expired:
+                    self.evaluator.on_expire(st.id, gone)
+        if self.schedule is None:
+            self._evaluate(tau, tick=event.arrival)
+
+    def _on_advance(self, time: int, step: int) -> None:
+        if self.schedule is not None:
+            for close in self.schedule.closes_through(time):
+                self._evaluate(close, tick=None)
+        else:
+            self._evaluate(time if self.clock is None else max(time, self.clock), tick=None)
+
+    def _evaluate(self, tau: int, tick: object) -> None:
+        for st, window in zip(self.patterns, self.windows):
+            for gone in window.expire(tau, tick):
+                self.evaluator.on_expire(st.id, gone)
+        deltas = self.evaluator.evaluate(tau)
+        self._emit(tau, deltas, self.evaluator.snapshot() if self.r2s is R2S.RSTREAM else None)
+
+    def _emit(self, tau: int, deltas: list[tuple[Row, int]], snapshot: list[Row] | None) -> None:
+        """The evaluation at ``tau`` is done: Γ changed by ``deltas`` and is ``snapshot`` (RSTREAM)."""
+        self.clock = tau
+        self.evaluations += 1
+        if self.r2s is R2S.RSTREAM:
+            rows = snapshot
+        else:
+            sign = 1 if self.r2s is R2S.ISTREAM else -1
+            rows = [row for row, s in deltas if s == sign]
+        if self.algebra.form == QueryForm.ASK:
+            # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
+            if self.r2s is R2S.RSTREAM:
+                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(rows)))
+            elif rows:
+                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s is R2S.ISTREAM))
+        elif self.algebra.form == QueryForm.CONSTRUCT:
+            triples = instantiate(self.algebra.template, rows)
+            if triples or self.r2s is R2S.RSTREAM:
+                self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
+        elif rows or self.r2s is R2S.RSTREAM:
+            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=rows))
+
+    def _close(self) -> None:
+        """Releases the windows and the plan (the query was unregistered)."""
+        for window in self.windows:
+            window.close()
+        self.evaluator.close()
+
+    def _deliver(self) -> BaseException | None:
+        """Hands the pending emissions to the subscribers; returns the first callback error."""
+        outbox, self._outbox = self._outbox, []
+        failure = None
+        for emission in outbox:
+            self.emitted += 1
+            for callback in list(self._subscribers):
+                try:
+                    callback(emission)
+                except Exception as error:  # one failing subscriber must not starve the others
+                    failure = failure or error
+        return failure
+
+
+def declared_windows(algebra: n.AlgebraQuery) -> list[tuple[IRI, WindowConfig]]:
+    """The (stream, window) of each ``FROM STREAM`` / ``FROM NAMED WINDOW`` clause of the query."""
+    return [
+        (d.stream, d.window) for d in algebra.datasets if isinstance(d, (ast.StreamDataset, ast.NamedWindow))
+    ]
+
+
+def _projection(algebra: n.AlgebraQuery) -> tuple[str, ...]:
+    pattern = algebra.pattern
+    while isinstance(pattern, (n.Slice, n.Distinct, n.Reduced)):
+        pattern = pattern.input
+    if algebra.form == QueryForm.SELECT and isinstance(pattern, n.Project):
+        return tuple(v.name for v in pattern.vars)
+    return ()
+
+

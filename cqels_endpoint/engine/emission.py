@@ -1,0 +1,135 @@
+"""What a continuous query emits: ``Emission`` and the SPARQL 1.1 JSON form of terms.
+
+``instantiate`` applies a CONSTRUCT template to the rows of one emission.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+
+from cqels_endpoint.errors import ArgumentError
+from cqels_endpoint.query.kinds import R2S
+from cqels_endpoint.static_store.convert import constant_term
+from cqels_endpoint.terms import BlankNode, Var
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+Row = dict[str, Term]
+XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+
+@dataclass(frozen=True)
+class Emission:
+    """One output of a continuous query at time ``time`` (ms).
+
+    SELECT: ``rows`` (solution mappings ``{var: pyoxigraph term}``), ``variables`` the projection.
+    CONSTRUCT: ``triples`` (the template instantiated on the rows of this R2S).
+    ASK: ``boolean``, the answer (RSTREAM: at every evaluation; ISTREAM: ``True`` when it turns
+    true; DSTREAM: ``False`` when it turns false).
+    """
+
+    query: str
+    time: int
+    r2s: R2S
+    variables: tuple[str, ...] = ()
+    rows: list[Row] | None = None
+    triples: list[ox.Triple] | None = None
+    boolean: bool | None = None
+
+    def to_sparql_json(self) -> dict:
+        """A SPARQL 1.1 JSON result: ``head``/``results`` of these rows, or ``head``/``boolean`` (ASK)."""
+        if self.boolean is not None:
+            return {"head": {}, "boolean": self.boolean}
+        if self.rows is None:
+            msg = "a CONSTRUCT emission has triples, not rows: use to_ntriples()"
+            raise TypeError(msg)
+        bindings = [{var: term_json(term) for var, term in row.items()} for row in self.rows]
+        return {"head": {"vars": list(self.variables)}, "results": {"bindings": bindings}}
+
+    def to_ntriples(self) -> str:
+        """The triples as N-Triples text (CONSTRUCT only)."""
+        if self.triples is None:
+            msg = "a SELECT or ASK emission has no triples: use to_sparql_json()"
+            raise TypeError(msg)
+        return "".join(f"{triple} .\n" for triple in self.triples)
+
+    def to_json(self) -> dict:
+        """The JSON object of one Server-Sent Event / NDJSON line (DESIGN §6)."""
+        head = {"query": self.query, "time": self.time, "r2s": self.r2s}
+        if self.triples is None:
+            return head | self.to_sparql_json()
+        return head | {"triples": self.to_ntriples()}
+
+
+def term_json(term: Term | ox.Triple) -> dict:
+    """A term as a SPARQL 1.1 JSON results binding (RDF 1.2 triple terms as ``"triple"``)."""
+    if isinstance(term, ox.NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, ox.BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, ox.Literal):
+        result = {"type": "literal", "value": term.value}
+        if term.language:
+            result["xml:lang"] = term.language
+        elif term.datatype.value not in (XSD_STRING, RDF_LANG_STRING):
+            result["datatype"] = term.datatype.value
+        return result
+    if isinstance(term, ox.Triple):
+        parts = {"subject": term.subject, "predicate": term.predicate, "object": term.object}
+        return {"type": "triple", "value": {k: term_json(v) for k, v in parts.items()}}
+    raise TypeError(f"not an RDF term: {term!r}")
+
+
+def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:
+    """A SPARQL 1.1 JSON result term (``uri`` or ``literal``); ``ValueError`` naming ``param`` otherwise."""
+    if not isinstance(value, dict) or not isinstance(value.get("value"), str):
+        msg = f'the binding of ?{param} must be an object like {{"type": "uri", "value": "http://…"}}, not {value!r}'
+        raise ArgumentError(msg)
+    kind, text = value.get("type"), value["value"]
+    if kind == "uri":
+        try:
+            return ox.NamedNode(text)
+        except ValueError as error:
+            raise ArgumentError(f"?{param}: {text!r} is not an IRI ({error})") from None
+    if kind in ("literal", "typed-literal"):
+        language, datatype = value.get("xml:lang"), value.get("datatype")
+        try:
+            if language is not None:
+                return ox.Literal(text, language=language)
+            return ox.Literal(text, datatype=None if datatype is None else ox.NamedNode(datatype))
+        except (ValueError, TypeError) as error:
+            raise ArgumentError(f"?{param}: bad literal {value!r} ({error})") from None
+    if kind == "bnode":
+        raise ArgumentError(f"?{param}: a blank node cannot be pre-bound (it would be a new node in the query); use an IRI")
+    raise ArgumentError(f'?{param}: unknown term type {kind!r}; use "uri" or "literal"')
+
+
+def instantiate(template, rows: list[Row]) -> list[ox.Triple]:
+    """The CONSTRUCT template on each row: fresh blank nodes per row, ill-formed triples skipped
+    (an unbound variable, a literal subject, a non-IRI predicate), duplicates dropped."""
+    triples: dict[ox.Triple, None] = {}
+    for row in rows:
+        fresh: dict[str, ox.BlankNode] = {}
+        for pattern in template:
+            terms = [_template_term(x, row, fresh) for x in (pattern.subject, pattern.predicate, pattern.object)]
+            subject, predicate, obj = terms
+            if obj is None or not isinstance(subject, (ox.NamedNode, ox.BlankNode)) or not isinstance(predicate, ox.NamedNode):
+                continue
+            triples.setdefault(ox.Triple(subject, predicate, obj))
+    return list(triples)
+
+
+def _template_term(term, row: Row, fresh: dict[str, ox.BlankNode]):
+    if isinstance(term, Var):
+        return row.get(term.name)
+    if isinstance(term, BlankNode):
+        if term.label not in fresh:
+            fresh[term.label] = ox.BlankNode()
+        return fresh[term.label]
+    try:
+        return constant_term(term)
+    except (TypeError, ValueError):
+        return None
+
+

@@ -1,0 +1,54 @@
+"""What the engine asks of the part that computes Γ, and the modes that choose it.
+
+The engine owns time and windows; an evaluator owns Γ. Both evaluators implement the whole
+protocol: ``incremental.IncrementalEvaluator`` (the operator graph) and
+``recompute.RecomputeEvaluator`` (re-evaluation on pyoxigraph, the oracle), and so does an
+instance's view of its group's plan (``instances.InstanceView``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import pyoxigraph as ox
+
+from cqels_endpoint.query.kinds import Named
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+Row = dict[str, Term]
+
+
+class Mode(Named):
+    """How a continuous query computes Γ."""
+
+    INCREMENTAL = "incremental"  # the incremental operators
+    RECOMPUTE = "recompute"  # re-evaluation of the whole query at every evaluation: the oracle
+
+
+class Evaluator(Protocol):
+    """How one registered query computes Γ; the engine calls, per evaluation time, any number of
+    ``on_insert``/``on_expire`` (only for triples matching the pattern), then one ``evaluate``."""
+
+    # Set by the engine: the lines ``explain`` shows under a static cache (size, version, rebuilds).
+    describe_cache: Callable[[Any], list[str]] | None
+
+    def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None: ...
+    def on_expire(self, pattern_id: int, seq: int) -> None: ...
+    def evaluate(self, tau: int) -> list[tuple[Row, int]]: ...
+    def snapshot(self) -> list[Row]: ...
+    def on_static_change(self) -> None: ...
+    def explain(self) -> str: ...
+
+    @property
+    def caches(self) -> Sequence[tuple]:
+        """The ``(plan node, operator)`` of each static cache the engine's cache engine builds."""
+        ...
+
+    def install_caches(self, builds: Sequence[tuple[Any, Sequence[tuple]]]) -> None:
+        """Replaces the rows of cache operators (``(operator, rows)`` pairs) between evaluations."""
+        ...
+
+    def close(self) -> None:
+        """Releases what the evaluator holds (dictionary references, temporary stores)."""
+        ...

@@ -1,0 +1,269 @@
+"""The stored continuous queries of a server: started queries, templates and their instances,
+kept in the engine and (unless the store is in memory) in ``queries.json``.
+
+A query with parameters (``# @param ?var`` lines in its text, or names given beside it) is a
+*template* (``algebra.parameters``): it is parsed and planned once, not started. Each instance binds
+every parameter to a term and is named ``{name}/{instance}`` in the engine, its results and the
+metrics. The instances of one template created together (no event in between) are evaluated by
+one operator graph (``engine.instances``).
+
+**Persistence.** After every change the stored queries and instances are written to the file (a
+temporary file renamed over the old one: a crash leaves the old or the new file, never half of
+one), and ``restore`` starts them again. A stored query that no longer registers (after an
+upgrade, say) is kept with status ``failed`` and its error, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cqels_endpoint.algebra.parameters import Template
+from cqels_endpoint.engine.continuous import ContinuousQuery
+from cqels_endpoint.engine.core import Engine
+from cqels_endpoint.engine.emission import term_from_json
+from cqels_endpoint.errors import ArgumentError, CqelsError, QueryConflictError, UnknownQueryError
+from cqels_endpoint.query.parameters import declared_parameters
+
+log = logging.getLogger("cqels_endpoint.engine")
+
+FILE_NAME = "queries.json"
+FILE_FORMAT = 1
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.~-]{0,199}\Z")
+# Names under /queries/{name}/ that are paths of their own, not instances.
+RESERVED = frozenset({"instances", "results"})
+
+
+@dataclass(eq=False)
+class Instance:
+    """One instance of a template: its short name, the bindings as given (JSON) and its query."""
+
+    name: str
+    bindings: dict[str, dict]
+    query: ContinuousQuery
+
+
+@dataclass(eq=False)
+class StoredQuery:
+    """A query stored under ``name``: started (``query``), a template (``template``), or ``error``
+    when it could not be started again on restore. ``given`` are the parameters named beside the
+    text (the others are declared in it)."""
+
+    name: str
+    text: str
+    r2s: str | None  # as requested; None: the REGISTER keyword, else ISTREAM
+    mode: str
+    given: tuple[str, ...] = ()
+    template: Template | None = None
+    query: ContinuousQuery | None = None
+    instances: dict[str, Instance] = field(default_factory=dict)
+    next_number: int = 1
+    error: str | None = None
+    # Instances read back from the file but not started (the template failed): kept for the file.
+    dormant: list[dict] = field(default_factory=list)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The template's parameters, in order (none for a started query)."""
+        return () if self.template is None else self.template.parameters
+
+    @property
+    def status(self) -> str:
+        if self.error is not None:
+            return "failed"
+        return "template" if self.template is not None else "running"
+
+
+class QueryRegistry:
+    """The stored queries of one app, in the engine and (unless ``path`` is None) on disk."""
+
+    def __init__(self, engine: Engine, path: Path | None) -> None:
+        self.engine = engine
+        self.path = path
+        self.stored: dict[str, StoredQuery] = {}
+        # Serialises changes, so that the file is written in the order the changes were made.
+        self._lock = threading.RLock()
+
+    def put(
+        self, name: str, text: str, r2s: str | None, mode: str, parameters: tuple[str, ...] = (), *, save: bool = True
+    ) -> StoredQuery:
+        """Stores ``text`` as ``name``: a template when it declares parameters or ``parameters``
+        names some (checked, not started), else a started query."""
+        with self._lock:
+            if name in self.stored or name in self.engine.queries:
+                raise QueryConflictError(f"a query named {name!r} is already registered: DELETE /queries/{name} first")
+            if parameters or declared_parameters(text):
+                template = self.engine.template(text, parameters)
+                self.engine.check_template(template, r2s=r2s, mode=mode)
+                stored = StoredQuery(name, text, r2s, mode, parameters, template=template)
+            else:
+                stored = StoredQuery(name, text, r2s, mode, query=self.engine.register(text, name, r2s, mode))
+            self.stored[name] = stored
+            if save:
+                self._save()
+            return stored
+
+    def delete(self, name: str) -> None:
+        with self._lock:
+            stored = self.get(name)
+            for instance in stored.instances.values():
+                self.engine.unregister(instance.query.name)
+            if stored.query is not None:
+                self.engine.unregister(name)
+            del self.stored[name]
+            self._save()
+
+    def get(self, name: str) -> StoredQuery:
+        stored = self.stored.get(name)
+        if stored is None:
+            raise UnknownQueryError(f"no query is stored as {name!r}; GET /queries lists them")
+        return stored
+
+    def add_instances(self, name: str, specs: list[dict], *, save: bool = True) -> list[Instance]:
+        """Starts one instance per ``{"bindings": …, "name": …}``, all or none."""
+        with self._lock:
+            stored = self.get(name)
+            if stored.error is not None:
+                raise QueryConflictError(f"query {name!r} failed to start ({stored.error}); store it again")
+            if stored.template is None:
+                raise ArgumentError(f"query {name!r} declares no parameters ('# @param ?var' lines): it has no instances")
+            planned: list[tuple[str, dict, dict]] = []
+            number = stored.next_number
+            for index, spec in enumerate(specs):
+                where_in = f"instance {index}: " if len(specs) > 1 else ""
+                short, number = self._instance_name(stored, spec, number, {p[0] for p in planned}, where_in)
+                bindings = spec.get("bindings")
+                if not isinstance(bindings, dict):
+                    raise ArgumentError(f'{where_in}give "bindings": {{"var": {{"type": "uri", "value": …}}}}')
+                missing = [p for p in stored.params if p not in bindings]
+                if missing:
+                    raise ArgumentError(f"{where_in}parameters not bound: {', '.join('?' + p for p in missing)}")
+                extra = [v for v in bindings if v not in stored.params]
+                if extra:
+                    msg = f"{where_in}not parameters of {name!r}: {', '.join('?' + v for v in extra)} (it declares {', '.join('?' + p for p in stored.params)})"
+                    raise ArgumentError(msg)
+                try:
+                    terms = {p: term_from_json(p, bindings[p]) for p in stored.params}
+                except ValueError as error:
+                    raise ArgumentError(f"{where_in}{error}") from None
+                planned.append((short, {p: bindings[p] for p in stored.params}, terms))
+            queries = self.engine.register_instances(
+                stored.template,
+                [(f"{name}/{short}", terms) for short, _bindings, terms in planned],
+                stored.r2s,
+                stored.mode,
+                group=name,
+            )
+            for (short, bindings, _terms), query in zip(planned, queries):
+                stored.instances[short] = Instance(short, bindings, query)
+            started = [stored.instances[short] for short, *_ in planned]
+            stored.next_number = number
+            if save:
+                self._save()
+            return started
+
+    def _instance_name(self, stored: StoredQuery, spec: object, number: int, taken: set, where_in: str) -> tuple[str, int]:
+        if not isinstance(spec, dict):
+            raise ArgumentError(f'{where_in}an instance is a JSON object {{"bindings": {{…}}, "name": …}}, not {spec!r}')
+        given = spec.get("name")
+        if given is None:
+            while str(number) in stored.instances or str(number) in taken:
+                number += 1
+            return str(number), number + 1
+        if not isinstance(given, str) or not NAME.match(given) or given in RESERVED:
+            raise ArgumentError(f"{where_in}instance name {given!r}: use letters, digits, '_', '.', '~', '-' (not 'instances' or 'results')")
+        if given in stored.instances or given in taken:
+            raise QueryConflictError(f"{where_in}query {stored.name!r} already has an instance named {given!r}")
+        return given, number
+
+    def delete_instance(self, name: str, short: str) -> None:
+        with self._lock:
+            stored = self.get(name)
+            instance = stored.instances.get(short)
+            if instance is None:
+                raise UnknownQueryError(f"query {name!r} has no instance {short!r}")
+            self.engine.unregister(instance.query.name)
+            del stored.instances[short]
+            self._save()
+
+    def close(self) -> None:
+        """Stops every stored query (the file keeps them)."""
+        with self._lock:
+            for stored in self.stored.values():
+                for instance in stored.instances.values():
+                    self.engine.unregister(instance.query.name)
+                if stored.query is not None:
+                    self.engine.unregister(stored.name)
+            self.stored.clear()
+
+    # ------------------------------------------------------------------ the file
+
+    def restore(self) -> int:
+        """Starts the queries and instances of the file again; returns how many queries it held."""
+        if self.path is None or not self.path.exists():
+            return 0
+        try:
+            document = json.loads(self.path.read_text("utf-8"))
+            entries = document["queries"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            msg = f"cannot read the stored queries in {self.path}: {error}; fix or move the file"
+            raise CqelsError(msg) from error
+        with self._lock:
+            for entry in entries:
+                self._restore(entry)
+        return len(entries)
+
+    def _restore(self, entry: dict) -> None:
+        name, instances = entry["name"], entry.get("instances", [])
+        try:
+            given = tuple(entry.get("parameters", ()))
+            stored = self.put(name, entry["text"], entry.get("r2s"), entry.get("mode", "incremental"), given, save=False)
+            stored.next_number = entry.get("next_instance", 1)
+            if instances:
+                self.add_instances(name, instances, save=False)
+        except (CqelsError, ValueError) as error:
+            log.error("stored query %r did not start again: %s; kept as failed", name, error)
+            stored = self.stored.pop(name, None)
+            if stored is not None:  # the template started, an instance did not: none of it runs
+                self._unregister_all(stored)
+            failed = StoredQuery(
+                name, entry["text"], entry.get("r2s"), entry.get("mode", "incremental"), tuple(entry.get("parameters", ())), error=str(error)
+            )
+            failed.dormant, failed.next_number = instances, entry.get("next_instance", 1)
+            self.stored[name] = failed
+
+    def _unregister_all(self, stored: StoredQuery) -> None:
+        for instance in stored.instances.values():
+            self.engine.unregister(instance.query.name)
+        if stored.query is not None:
+            self.engine.unregister(stored.name)
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        entries = []
+        for stored in self.stored.values():
+            instances = [{"name": i.name, "bindings": i.bindings} for i in stored.instances.values()] or stored.dormant
+            entries.append({
+                "name": stored.name, "text": stored.text, "r2s": stored.r2s, "mode": stored.mode,
+                "parameters": list(stored.given), "next_instance": stored.next_number, "instances": instances,
+            })
+        data = json.dumps({"format": FILE_FORMAT, "queries": entries}, ensure_ascii=False, indent=1)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, self.path)
+        # The rename itself is durable only once the directory is synced.
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)

@@ -1,0 +1,36 @@
+"""The output columns of the operators that combine inputs, and the columns two inputs share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def pattern_schema(pattern: Sequence[str | None]) -> tuple[str, ...]:
+    """The variables of a triple pattern (subject, predicate, object; None = constant), first occurrence order."""
+    schema: list[str] = []
+    for name in pattern:
+        if name is not None and name not in schema:
+            schema.append(name)
+    return tuple(schema)
+
+
+def join_schema(input_schemas: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """The output schema of a join: every input's variables, in order of first appearance."""
+    schema: list[str] = []
+    for input_schema in input_schemas:
+        for name in input_schema:
+            if name not in schema:
+                schema.append(name)
+    return tuple(schema)
+
+
+def merged_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
+    """The columns of a left row extended with a right row: left's, then right's new ones (UNION,
+    OPTIONAL, and the merged row a (NOT) EXISTS condition reads)."""
+    return tuple(left) + tuple(c for c in right if c not in left)
+
+
+def shared_columns(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
+    """The columns both sides bind, in left order; internal columns (``_:b``, blank nodes of a
+    stream pattern) are local to their pattern and never shared."""
+    return tuple(c for c in left if c in right and not c.startswith("_:"))
