@@ -1,5 +1,6 @@
-"""Helpers of the stored-query tests (test_http_queries, test_query_instances, test_persistence):
-the floorplan template, RFID events, pushing them over HTTP and collecting emissions."""
+"""Helpers of the stored-query tests (test_http_queries, test_query_instances, test_persistence,
+test_instance_groups, test_templates): the floorplan template, the text of an instance, RFID
+events, pushing them over HTTP and collecting emissions."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from cqels_endpoint.engine import ContinuousQuery, Emission
+from cqels_endpoint.query.parser import parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOORPLAN = ROOT / "examples" / "data" / "floorplan.trig"
@@ -34,6 +36,16 @@ def substituted(template: str, iri: str) -> str:
     query an instance must behave like."""
     lines = [line for line in template.splitlines() if "@param" not in line]
     return "\n".join(lines).replace("?person", f"<{iri}>") + "\n"
+
+
+def values_first(template: str, terms: dict[str, ox.NamedNode | ox.Literal]) -> str:
+    """The template with ``terms`` pre-bound by a one-row VALUES written first in its WHERE group:
+    the text of an instance, registered on its own as the oracle of what the engine's binding of
+    the template's algebra must answer. The @param lines stay: they are comments."""
+    where = parse_query(template).form.where.span.start
+    variables = " ".join(f"?{name}" for name in terms)
+    row = " ".join(str(term) for term in terms.values())
+    return f"{template[: where + 1]} VALUES ({variables}) {{ ({row}) }} {template[where + 1 :]}"
 
 
 def rfid_events(count: int, people: int, seed: int = 7, start: int = 1_000) -> list[tuple[int, str]]:

@@ -23,10 +23,10 @@ from cqels_endpoint.spark import cache_engine
 from cqels_endpoint.caches.graphs import graphs_read
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
-from cqels_endpoint.plan.caches import compute_cache
+from cqels_endpoint.caches.engines import compute_cache
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.query.parser import parse_query
-from cqels_endpoint.runtime.patterns import stream_triples
+from cqels_endpoint.plan.patterns import stream_triples
 from incremental_oracle import MODES, ORACLE_SETTINGS, R2S, differences, is_ordered, static_store
 from cqels_endpoint.static_store import StaticStore
 

@@ -93,7 +93,7 @@ def test_bad_queries_and_arguments_are_400(live, params, text, needle) -> None:
 def test_a_value_error_that_is_no_bad_argument_is_a_500(live, monkeypatch) -> None:
     """Only ``ArgumentError`` is the client's fault: a bug raising a plain ValueError must not be
     reported as a bad request."""
-    from cqels_endpoint.http.queries import QueryRegistry
+    from cqels_endpoint.engine.registry import QueryRegistry
 
     def broken(self, *args, **kwargs):
         raise ValueError("an internal invariant broke")

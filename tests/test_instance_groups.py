@@ -1,4 +1,4 @@
-"""Instances of a template evaluated by one plan (``cqels_endpoint.instances``), against the oracle.
+"""Instances of a template evaluated by one plan (``cqels_endpoint.engine.instances``), against the oracle.
 
 Random scripts add instances in batches (a batch made after an event starts a second plan), push
 RFID detections, advance the clock and delete instances midway; every instance must emit exactly
@@ -20,9 +20,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cqels_endpoint.engine import Engine
-from cqels_endpoint.http.queries import _where_start, bound_text, instances_text, parameters
 from cqels_endpoint.static_store import StaticStore
-from tests.stored_queries import FLOORPLAN, LV, RFID, collect, normalised
+from tests.stored_queries import FLOORPLAN, LV, RFID, collect, normalised, values_first
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 PEOPLE = [f"http://deri.org/people/{who}" for who in ("alice", "bob", "carol", "dave", "erin")]
@@ -127,15 +126,14 @@ def bindings(params: tuple[str, ...], choice: int) -> dict[str, ox.Term]:
 
 
 class Pair:
-    """The engine under test (instances through ``register_instances``) and the oracle engine
-    (each instance's substituted text alone, recompute mode), driven by one script."""
+    """The engine under test (instances of ``template`` through ``register_instances``) and the
+    oracle engine (each instance's substituted text alone, recompute mode), driven by one script."""
 
-    def __init__(self, store: StaticStore, template: str, r2s: str, mode: str = "incremental") -> None:
-        self.template, self.r2s, self.mode = template, r2s, mode
-        self.params = parameters(template)
-        self.where = _where_start(template)
-        self.text, self.values_at = instances_text(template, self.where, self.params)
+    def __init__(self, store: StaticStore, text: str, r2s: str, mode: str = "incremental") -> None:
+        self.text, self.r2s, self.mode = text, r2s, mode
         self.shared = Engine(store, cache_engine="local")
+        self.template = self.shared.template(text)
+        self.params = self.template.parameters
         self.alone = Engine(store, cache_engine="local")
         self.live: list[str] = []
         self.got: dict[str, list] = {}
@@ -143,21 +141,20 @@ class Pair:
         self.count = 0
 
     def batch(self, choices: list[int], names: list[str] | None = None) -> list[tuple]:
-        """The ``(name, terms, text)`` of ``register_instances`` for parameter choices."""
+        """The ``(name, terms)`` of ``register_instances`` for parameter choices."""
         batch = []
         for index, choice in enumerate(choices):
             self.count += 1
             name = f"t/{self.count}" if names is None else names[index]
-            terms = bindings(self.params, choice)
-            batch.append((name, terms, bound_text(self.template, self.where, terms)))
+            batch.append((name, bindings(self.params, choice)))
         return batch
 
     def add(self, choices: list[int]) -> list:
         batch = self.batch(choices)
-        queries = self.shared.register_instances(self.text, self.values_at, batch, self.r2s, self.mode, group="t")
-        for (name, _terms, instance_text), query in zip(batch, queries):
+        queries = self.shared.register_instances(self.template, batch, self.r2s, self.mode, group="t")
+        for (name, terms), query in zip(batch, queries):
             self.got[name] = collect(query)
-            self.expected[name] = collect(self.alone.register(instance_text, name, self.r2s, mode="recompute"))
+            self.expected[name] = collect(self.alone.register(values_first(self.text, terms), name, self.r2s, mode="recompute"))
             self.live.append(name)
         return queries
 
@@ -295,7 +292,7 @@ def test_instances_are_created_all_or_none(store) -> None:
         engine.register(prefixed(SHARED["join"].replace("?person", "<http://deri.org/people/bob>"), "[RANGE 3s]"), "taken")
         for names in (["a", "taken"], ["a", "a"]):
             with pytest.raises(ValueError, match="already registered|two instances"):
-                engine.register_instances(pair.text, pair.values_at, pair.batch([0, 1], names))
+                engine.register_instances(pair.template, pair.batch([0, 1], names))
             assert set(engine.queries) == {"taken"}
             assert engine.plan_sharing() == {"plans": 0, "instances": 0}
     finally:
@@ -307,20 +304,19 @@ def test_the_static_split_keeps_the_instance_table_a_cache_of_its_own() -> None:
     every name and the table apart, so the table's rows can change without a rebuild."""
     from cqels_endpoint.algebra import nodes as n
     from cqels_endpoint.algebra import optimize, to_algebra
-    from cqels_endpoint.instances import with_instance_table
+    from cqels_endpoint.algebra.parameters import make_template, with_instance_table
     from cqels_endpoint.query.parser import parse_query
     from cqels_endpoint.query.visit import walk
 
-    template = prefixed(SHARED["q5"], "[RANGE 3s]")
-    text, values_at = instances_text(template, _where_start(template), ("name",))
-    algebra = optimize(with_instance_table(to_algebra(parse_query(text)), values_at))
+    text = prefixed(SHARED["q5"], "[RANGE 3s]")
+    algebra = optimize(with_instance_table(make_template(parse_query(text), ("name",)).algebra))
     caches = [node.pattern for node in walk(algebra.pattern) if isinstance(node, n.StaticPattern)]
     tables = [c for c in caches if isinstance(c, n.InstanceTable)]
     assert [tuple(v.name for v in t.vars) for t in tables] == [(".instance", "name")]
     assert not any(isinstance(x, n.InstanceTable) for c in caches if c not in tables for x in walk(c))
     assert any(n.Var("name") in {x for x in walk(c)} for c in caches if c not in tables)
-    with pytest.raises(ValueError, match="no parameter VALUES"):
-        with_instance_table(to_algebra(parse_query(text)), values_at + 1)
+    with pytest.raises(ValueError, match="one parameter table, not 0"):
+        with_instance_table(to_algebra(parse_query(text)))
 
 
 def test_an_instance_explains_its_shared_windows_and_schedule(store) -> None:
@@ -364,7 +360,8 @@ def test_instances_whose_cache_build_outlasts_an_event_join_the_windows_after_it
     pair.shared = Engine(store, cache_engine=gated)
     try:
         # The same stream patterns registered before the event: a window state shared at this epoch.
-        (_, terms, text) = pair.batch([1], ["plain"])[0]
+        (_, terms) = pair.batch([1], ["plain"])[0]
+        text = values_first(template, terms)
         pair.got["plain"] = collect(pair.shared.register(text, "plain"))
         pair.expected["plain"] = collect(pair.alone.register(text, "plain", mode="recompute"))
         # A write to another graph: the instances' floorplan cache is built anew, not reused.
@@ -372,16 +369,16 @@ def test_instances_whose_cache_build_outlasts_an_event_join_the_windows_after_it
         gated.holding = True
         added: list = []
         worker = threading.Thread(target=lambda: added.extend(pair.shared.register_instances(
-            pair.text, pair.values_at, pair.batch([0, 1]), "ISTREAM", group="t")))
+            pair.template, pair.batch([0, 1]), "ISTREAM", group="t")))
         worker.start()
         assert gated.started.wait(10)
         pair.event(1_000, 0, 0)  # during the build
         gated.gate.set()
         worker.join(10)
         assert [q.name for q in added] == ["t/2", "t/3"]
-        for query, (name, _terms, instance_text) in zip(added, pair.batch([0, 1])):
+        for query, (_name, terms) in zip(added, pair.batch([0, 1])):
             pair.got[query.name] = collect(query)
-            pair.expected[query.name] = collect(pair.alone.register(instance_text, query.name, mode="recompute"))
+            pair.expected[query.name] = collect(pair.alone.register(values_first(template, terms), query.name, mode="recompute"))
         for number in range(30):
             pair.event(1_200 + 150 * number, number % 5, number % 6)
         pair.advance(20_000)

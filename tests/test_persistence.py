@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from cqels_endpoint.config import ServerConfig
+from cqels_endpoint.engine.registry import FILE_NAME
 from cqels_endpoint.errors import CqelsError
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.queries import FILE_NAME
 from cqels_endpoint.http.server import serve_in_thread
 from cqels_endpoint.static_store import StaticStore
 from tests.conftest import LiveEndpoint

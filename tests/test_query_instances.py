@@ -9,7 +9,7 @@ import json
 import pytest
 
 from cqels_endpoint.errors import QuerySyntaxError
-from cqels_endpoint.http.queries import parameters
+from cqels_endpoint.query.parameters import declared_parameters
 from tests.stored_queries import (
     LV,
     RFID,
@@ -23,6 +23,7 @@ from tests.stored_queries import (
     rfid_events,
     sparql_query,
     substituted,
+    values_first,
 )
 
 JSON = {"Content-Type": "application/json"}
@@ -45,9 +46,9 @@ def post_instances(live, name: str, body) -> object:
 
 
 def test_parameters_are_read_from_comment_lines() -> None:
-    assert parameters(TEMPLATE) == ("person",)
-    assert parameters("  #@param ?a $b\n# @param ?c\nSELECT ...") == ("a", "b", "c")
-    assert parameters("# @params ?a\n# a @param ?b in prose\nSELECT") == ()
+    assert [p.name for p in declared_parameters(TEMPLATE)] == ["person"]
+    assert [p.name for p in declared_parameters("  #@param ?a $b\n# @param ?c\nSELECT ...")] == ["a", "b", "c"]
+    assert declared_parameters("# @params ?a\n# a @param ?b in prose\nSELECT") == ()
 
 
 @pytest.mark.parametrize(
@@ -60,7 +61,7 @@ def test_parameters_are_read_from_comment_lines() -> None:
 )
 def test_bad_param_lines_are_syntax_errors(text, message, line, column) -> None:
     with pytest.raises(QuerySyntaxError, match=message) as caught:
-        parameters(text)
+        declared_parameters(text)
     assert (caught.value.lineno, caught.value.offset) == (line, column)
 
 
@@ -256,12 +257,11 @@ def test_shared_windows_replay_every_window_kind(window) -> None:
     import pyoxigraph as ox
 
     from cqels_endpoint.engine import Engine
-    from cqels_endpoint.http.queries import _where_start, bound_text
     from cqels_endpoint.static_store import StaticStore
     from tests.stored_queries import FLOORPLAN
 
     template = TEMPLATE.replace("[RANGE 3s]", window)
-    texts = [bound_text(template, _where_start(template), {"person": ox.NamedNode(person(i))}) for i in range(4)]
+    texts = [values_first(template, {"person": ox.NamedNode(person(i))}) for i in range(4)]
     store = StaticStore()
     store.load(str(FLOORPLAN))
     shared, alone = Engine(store, cache_engine="local"), Engine(store, cache_engine="local")
@@ -297,16 +297,15 @@ def test_shared_windows_replay_every_window_kind(window) -> None:
 def test_a_count_window_counts_the_template_pattern() -> None:
     """Pre-binding is not substitution for a TRIPLES window: the window of ``?person :detectedAt
     ?loc`` holds the last n detections of anybody, then the VALUES row picks the person; the
-    substituted query's window would hold the person's own last n (documented in http/queries)."""
+    substituted query's window would hold the person's own last n (documented in algebra/parameters)."""
     import pyoxigraph as ox
 
     from cqels_endpoint.engine import Engine
-    from cqels_endpoint.http.queries import _where_start, bound_text
 
     template = TEMPLATE.replace("[RANGE 3s]", "[TRIPLES 1]").replace("GRAPH <http://deri.org/floorplan/> { ?loc lv:name ?locName }", "BIND(?loc AS ?locName)")
     engine = Engine()
     try:
-        instance = engine.register(bound_text(template, _where_start(template), {"person": ox.NamedNode(person(1))}), "t")
+        instance = engine.register(values_first(template, {"person": ox.NamedNode(person(1))}), "t")
         seen = collect(instance)
         engine.push(RFID, f"<{person(1)}> <{LV}detectedAt> <{LV}lobby> .", time=1)
         engine.push(RFID, f"<{person(2)}> <{LV}detectedAt> <{LV}lobby> .", time=2)

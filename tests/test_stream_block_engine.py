@@ -43,7 +43,7 @@ WINDOWS = ("[RANGE 10ms]", "[RANGE 10ms SLIDE 5ms]", "[TRIPLES 2]", "[NOW]")
 EVENTS = [
     (1, ":ann :at :hall . :hall :kind :Room ."),
     (2, ":ann :badge :b1 . :ann :age 30 . :ann a :Staff ."),
-    (4, ":bob :at :lab . :lab :label \"Lab\" . :bob :age 16 ."),
+    (4, ':bob :at :lab . :lab :label "Lab" . :bob :age 16 .'),
     (6, ":bob :age 20 . :bob a :Visitor . :bob :host :ann ."),
     (8, ":cat :at :hall . :cat :badge :void . :cat :age 40 . :cat a :Visitor ."),
     (9, ":dan :at :yard . :yard :kind :Outside . :dan :age 50 . :dan a :Staff ."),

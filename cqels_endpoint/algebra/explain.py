@@ -11,8 +11,10 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.windows import format_window
 
 
-def explain(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) -> str:
-    """Three sections: the translated algebra, the algebra after ``rules``, the static/stream split."""
+def explain(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) -> tuple[list[str], n.AlgebraQuery]:
+    """The logical sections of ``cqels explain`` — the translated algebra, the algebra after
+    ``rules``, the static/stream split — and the optimised algebra (``plan.explain.explain_query``
+    adds its physical plan)."""
     algebra = to_algebra(query)
     optimised = optimize(algebra, rules)
     prefixes = {} if full_iris else dict(algebra.prefixes)
@@ -27,13 +29,7 @@ def explain(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) 
         "# static/stream split",
         split_summary(optimised, prefixes),
     ]
-    streams, _caches = streams_and_caches(optimised.pattern)
-    if streams:
-        # Imported here: the planner builds on the algebra package.
-        from cqels_endpoint.plan.explain import physical_plan_section
-
-        sections += ["", "# physical plan", physical_plan_section(optimised)]
-    return "\n".join(sections)
+    return sections, optimised
 
 
 def split_summary(query: n.AlgebraQuery, prefixes: dict[str, str] | None = None) -> str:

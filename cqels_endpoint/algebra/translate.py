@@ -36,7 +36,7 @@ Streams:
   as above into stream triple patterns and unions of them; what is left, ``*``, ``+``, ``?`` and
   negated property sets, stays one triple pattern whose predicate is the path, inside the
   ``StreamPattern`` (the engine evaluates it over that pattern's window graph,
-  ``runtime.patterns``). Over the merge of several windows (or of windows and static data) such a
+  ``plan.patterns``). Over the merge of several windows (or of windows and static data) such a
   path is rejected: its steps would have to cross from one window's graph to another's.
 
 Errors are ``QuerySyntaxError``s located at the offending clause (``PlanError`` for a hand-built

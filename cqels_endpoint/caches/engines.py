@@ -9,12 +9,20 @@ The rebuild manager (``caches.rebuild``) decides when a cache is built; an engin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+import pyoxigraph as ox
+
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.plan.caches import StaticSource, compute_cache
+from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
+from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.nodes import StaticCache
+from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
+
+StaticSource = object
+"""A ``cqels_endpoint.static_store.StaticStore``, a ``pyoxigraph.Store``, or None (no static data)."""
 
 CACHE_ENGINES = ("local", "spark")
 
@@ -56,3 +64,28 @@ class LocalCacheEngine:
 
     def close(self) -> None:
         """Nothing to release: pyoxigraph evaluates in this process."""
+
+
+def static_solutions(static: StaticSource, text: str) -> Iterator[ox.QuerySolution]:
+    """The solutions of the SELECT ``text`` over the static data."""
+    store = ox.Store() if static is None else static
+    options = {}
+    if MEDIAN_IRI in text:
+        # MEDIAN is a pyoxigraph custom aggregate in to_sparql text, which a StaticStore's one-shot
+        # query cannot take: evaluate on a pyoxigraph copy of its quads instead.
+        if not isinstance(store, ox.Store):
+            copy = ox.Store()
+            copy.extend(iter(store))
+            store = copy
+        options["custom_aggregate_functions"] = CUSTOM_AGGREGATES
+    try:
+        yield from store.query(text, **options)
+    except (SyntaxError, OSError, RuntimeError, ValueError) as error:
+        msg = f"the static sub-pattern query failed: {error}\n  {text}"
+        raise PlanError(msg) from error
+
+
+def compute_cache(cache: StaticCache, static: StaticSource) -> list[tuple]:
+    """The mappings of ``cache`` as tuples of pyoxigraph terms (None for unbound) aligned with its schema."""
+    return [tuple(solution[name] for name in cache.schema) for solution in static_solutions(static, cache.sparql)]
+

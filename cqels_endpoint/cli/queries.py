@@ -32,7 +32,7 @@ def add_explain(commands) -> None:
 
 def _explain(args: argparse.Namespace) -> int:
     from cqels_endpoint import parse_query
-    from cqels_endpoint.algebra.explain import explain
+    from cqels_endpoint.plan.explain import explain_query
     from cqels_endpoint.algebra.passes import PASSES
 
     rules = []
@@ -45,7 +45,7 @@ def _explain(args: argparse.Namespace) -> int:
     if text is None:
         return EXIT_BAD_INPUT
     query = parse_query(text, args.base_iri)
-    print(explain(query, full_iris=args.full_iris, rules=tuple(rules)))
+    print(explain_query(query, full_iris=args.full_iris, rules=tuple(rules)))
     return EXIT_OK
 
 

@@ -18,7 +18,7 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.windows import RangeWindow, WindowConfig
 from cqels_endpoint.runtime.latency import LatencyHistogram
-from cqels_endpoint.runtime.patterns import StreamTriple
+from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.runtime.sharing import WindowReader
 from cqels_endpoint.runtime.streams import Event
 from cqels_endpoint.runtime.windows import CloseSchedule

@@ -57,7 +57,7 @@ from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.runtime.encoding import TermDictionary
-from cqels_endpoint.runtime.patterns import StreamTriple, stream_triples
+from cqels_endpoint.plan.patterns import StreamTriple, stream_triples
 from cqels_endpoint.runtime.sharing import SharedWindows
 from cqels_endpoint.runtime.streams import Event, Streams, to_millis, to_triples
 from cqels_endpoint.static_store.convert import ast_term

@@ -30,12 +30,12 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.operators.base import Operator, Sink
-from cqels_endpoint.operators.topk import Order
-from cqels_endpoint.plan.build import BuiltPlan, build_operators
+from cqels_endpoint.operators.build import BuiltPlan, build_operators
+from cqels_endpoint.operators.order import Order
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.explain import explain_plan
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
-from cqels_endpoint.runtime.patterns import StreamTriple
+from cqels_endpoint.plan.patterns import StreamTriple
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
@@ -53,7 +53,7 @@ class _WindowSet:
 class IncrementalEvaluator:
     """Γ of one continuous query maintained incrementally (DESIGN §5), behind the Evaluator protocol.
 
-    ``query`` is the optimised algebra, ``patterns`` the engine's ``runtime.patterns.stream_triples``
+    ``query`` is the optimised algebra, ``patterns`` the engine's ``plan.patterns.stream_triples``
     of it, ``static`` the static store (a ``StaticStore``, a ``pyoxigraph.Store`` or None) and
     ``dictionary`` the engine's shared ``TermDictionary``. Construction compiles the plan
     (``PlanError`` for constructs without incremental operators yet); the static caches

@@ -39,7 +39,7 @@ from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
-from cqels_endpoint.runtime.patterns import StreamTriple, map_stream_triples
+from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.terms import IRI, Var
 
 Row = dict[str, ox.NamedNode | ox.BlankNode | ox.Literal]

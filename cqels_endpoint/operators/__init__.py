@@ -1,27 +1,46 @@
-"""Physical operators of the continuous engine (compiled with Cython, pure-Python twins in reference/)."""
+"""Physical operators of the continuous engine, and the one place that picks their implementation.
 
-import importlib
-import os
-from types import ModuleType
+Nine operators are compiled with Cython (``_*.pyx``, with the join's indexes in ``_indexes.pyx``)
+and have a pure-Python twin in the ``reference/`` module of the same name (same constructor, same
+output deltas; the property tests compare the two). What a pair shares lives once in ``shared/``,
+imported by both sides. The engine takes the operators
+from here: the compiled ones, or the twins under ``CQELS_PURE_PYTHON=1`` (``runtime.compiled``);
+``COMPILED`` says which. The other operators (filter, extend, order, path, static cache, ...) have
+one implementation, in their own modules.
+"""
 
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 
-def use_pure_python() -> bool:
-    """True when ``CQELS_PURE_PYTHON=1`` asks the thin modules for the reference twins."""
-    return os.environ.get("CQELS_PURE_PYTHON") == "1"
+COMPILED = not use_pure_python()
+if COMPILED:
+    with compiled_imports("operators"):
+        from cqels_endpoint.operators._aggregate import GroupAggregate
+        from cqels_endpoint.operators._distinct import Distinct
+        from cqels_endpoint.operators._join import MultiwayJoin, WindowBuffer
+        from cqels_endpoint.operators._negation import Negation
+        from cqels_endpoint.operators._optional import OptionalJoin
+        from cqels_endpoint.operators._project import Project
+        from cqels_endpoint.operators._topk import TopK
+        from cqels_endpoint.operators._union import Union
+else:
+    from cqels_endpoint.operators.reference.aggregate import GroupAggregate
+    from cqels_endpoint.operators.reference.distinct import Distinct
+    from cqels_endpoint.operators.reference.join import MultiwayJoin, WindowBuffer
+    from cqels_endpoint.operators.reference.negation import Negation
+    from cqels_endpoint.operators.reference.optional import OptionalJoin
+    from cqels_endpoint.operators.reference.project import Project
+    from cqels_endpoint.operators.reference.topk import TopK
+    from cqels_endpoint.operators.reference.union import Union
 
-
-def compiled_module(name: str, what: str) -> ModuleType | None:
-    """The Cython module ``name``, or None under ``CQELS_PURE_PYTHON=1`` (the caller then takes its twin).
-
-    A missing build is an ImportError that says how to build it, naming ``what`` it holds.
-    """
-    if use_pure_python():
-        return None
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        msg = (
-            f"the compiled {what} is not built: run `pip install -e .` (or `python setup.py "
-            "build_ext --inplace`) in the checkout, or set CQELS_PURE_PYTHON=1 for the pure-Python twins"
-        )
-        raise ImportError(msg) from error
+__all__ = [
+    "COMPILED",
+    "Distinct",
+    "GroupAggregate",
+    "MultiwayJoin",
+    "Negation",
+    "OptionalJoin",
+    "Project",
+    "TopK",
+    "Union",
+    "WindowBuffer",
+]

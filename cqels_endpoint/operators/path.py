@@ -3,7 +3,7 @@
 
 A ``PathWindow`` is a source, fed like a window buffer (``insert(seq, ids)`` / ``expire(seq)``) with
 the triples that enter and leave its window — a set of triples, the window graph, holding every
-triple that can take part in the path (``runtime.patterns``). At the punctuation of a tick in which
+triple that can take part in the path (``plan.patterns``). At the punctuation of a tick in which
 its window changed (and at its first tick), it evaluates the path over the whole window graph with ``runtime.paths``
 (SPARQL 1.1 §18.4), binds the subject and object columns (a constant end restricts the evaluation
 to paths from or to it), and emits the difference with the rows it emitted before; a tick that left
@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Source
-from cqels_endpoint.operators.reference.join import pattern_schema
+from cqels_endpoint.operators.shared.schemas import pattern_schema
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.paths import TripleGraph, compile_path, path_pairs
 from cqels_endpoint.terms import BlankNode, Var

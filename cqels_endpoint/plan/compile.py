@@ -63,7 +63,7 @@ from cqels_endpoint.plan.nodes import (
 )
 from cqels_endpoint.query.ast import BuiltinCall
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.runtime.patterns import StreamTriple
+from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.terms import IRI, BlankNode, Var
 
 INSTANCE = n.INSTANCE.name
@@ -78,7 +78,7 @@ _UNSUPPORTED = {
 def compile_plan(query: n.AlgebraQuery, patterns: Sequence[StreamTriple] | None = None) -> PhysicalPlan:
     """The physical plan of an optimised continuous query.
 
-    ``patterns`` (``runtime.patterns.stream_triples(query)``), when given, is checked against the
+    ``patterns`` (``plan.patterns.stream_triples(query)``), when given, is checked against the
     plan's leaves: leaf ``k`` must read the ``k``-th stream triple pattern, so that the engine's
     ``on_insert(pattern_id, …)`` reaches the right buffer.
     """

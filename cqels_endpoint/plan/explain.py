@@ -1,4 +1,5 @@
-"""The text of ``q.explain()`` for an incremental query: the physical plan with live counters.
+"""The text of ``q.explain()`` for an incremental query: the physical plan with live counters;
+and the whole of ``cqels explain`` (``explain_query``).
 
 One line per operator, children indented under their parent, each with its id, what it computes,
 the query line it comes from and its operator's counters (inputs, outputs, index sizes, chosen
@@ -12,7 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cqels_endpoint.algebra import explain as logical
 from cqels_endpoint.algebra.nodes import AlgebraQuery
+from cqels_endpoint.algebra.passes import RULES
+from cqels_endpoint.algebra.passes.split_static import streams_and_caches
+from cqels_endpoint.query import ast
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.nodes import (
@@ -37,6 +42,16 @@ from cqels_endpoint.query.serialize import write_expression as _write_expression
 from cqels_endpoint.query.serialize import write_path, write_term
 from cqels_endpoint.query.windows import format_window
 from cqels_endpoint.terms import Var
+
+
+def explain_query(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) -> str:
+    """``cqels explain``: the algebra, the optimised algebra and the static/stream split, then the
+    physical plan when the query reads a stream."""
+    sections, optimised = logical.explain(query, full_iris=full_iris, rules=rules)
+    streams, _caches = streams_and_caches(optimised.pattern)
+    if streams:
+        sections += ["", "# physical plan", physical_plan_section(optimised)]
+    return "\n".join(sections)
 
 
 def physical_plan_section(query: AlgebraQuery) -> str:

@@ -64,7 +64,7 @@ class BinaryNode(PlanNode):
 class StreamLeaf(PlanNode):
     """One stream triple pattern: the window buffer of leaf mappings fed by ``on_insert``/``on_expire``.
 
-    ``pattern_id`` is the id of the pattern in ``runtime.patterns.stream_triples`` order.
+    ``pattern_id`` is the id of the pattern in ``plan.patterns.stream_triples`` order.
     ``positions`` names the column bound at subject, predicate and object (None for a constant,
     which the engine already matched); a column named twice (``?x :p ?x``) must get equal terms.
     When the predicate of ``triple`` is a property path (``is_path``) the leaf is a path window

@@ -3,13 +3,15 @@
 The hot parts of the engine are compiled with Cython (``runtime/_encoding.pyx``, the operators'
 ``_*.pyx``); each has a pure-Python twin giving the same results. ``CQELS_PURE_PYTHON=1`` makes
 the package use the twins everywhere, so that it runs (and its twins are tested) without a build.
+A module that has twins imports its compiled names inside ``compiled_imports`` unless
+``use_pure_python()``, and the twins otherwise.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from types import ModuleType
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def use_pure_python() -> bool:
@@ -17,18 +19,15 @@ def use_pure_python() -> bool:
     return os.environ.get("CQELS_PURE_PYTHON") == "1"
 
 
-def compiled_module(name: str, what: str) -> ModuleType | None:
-    """The Cython module ``name``, or None under ``CQELS_PURE_PYTHON=1`` (the caller then takes its twin).
-
-    A missing build is an ImportError that says how to build it, naming ``what`` it holds.
-    """
-    if use_pure_python():
-        return None
+@contextmanager
+def compiled_imports(what: str) -> Iterator[None]:
+    """Around the imports of compiled modules: a missing build becomes an ImportError that says how
+    to build it, naming ``what`` the modules hold."""
     try:
-        return importlib.import_module(name)
+        yield
     except ImportError as error:
         msg = (
-            f"the compiled {what} is not built: run `pip install -e .` (or `python setup.py "
+            f"the Cython build of the {what} is missing: run `pip install -e .` (or `python setup.py "
             "build_ext --inplace`) in the checkout, or set CQELS_PURE_PYTHON=1 for the pure-Python twins"
         )
         raise ImportError(msg) from error

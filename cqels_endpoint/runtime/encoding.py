@@ -68,7 +68,7 @@ from enum import IntEnum
 
 import pyoxigraph as ox
 
-from cqels_endpoint.operators import compiled_module
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -323,12 +323,12 @@ def decode_inline_python(term_id: int) -> ox.Literal:
     return ox.Literal(lexical, datatype=datatype)
 
 
-_compiled = compiled_module("cqels_endpoint.runtime._encoding", "term codec")
-if _compiled is None:
-    inline_id, decode_inline = inline_id_python, decode_inline_python
+COMPILED = not use_pure_python()
+if COMPILED:
+    with compiled_imports("term codec"):
+        from cqels_endpoint.runtime._encoding import decode_inline, inline_id
 else:
-    inline_id, decode_inline = _compiled.inline_id, _compiled.decode_inline
-COMPILED = _compiled is not None
+    inline_id, decode_inline = inline_id_python, decode_inline_python
 
 
 _KINDS: dict[type, TermKind] = {

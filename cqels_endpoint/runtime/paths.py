@@ -258,26 +258,3 @@ def path_pairs(step: Step, graph: TripleGraph, subject: Term | None, obj: Term |
                 if not same or target == node:
                     pairs[node, target] += count
     return pairs
-
-
-def path_links(path: ast.Path) -> frozenset[IRI] | None:
-    """The predicates a triple must have to take part in ``path``; None when any triple can (a
-    negated set matches unlisted predicates, and a zero-length part every node of the graph)."""
-    match path:
-        case IRI():
-            return frozenset((path,))
-        case ast.PathInverse(inner):
-            return path_links(inner)
-        case ast.PathSequence(parts) | ast.PathAlternative(parts):
-            links: set[IRI] = set()
-            for part in parts:
-                found = path_links(part)
-                if found is None:
-                    return None
-                links |= found
-            return frozenset(links)
-        case ast.PathMod(inner, modifier):
-            return None if modifier in "*?" else path_links(inner)
-        case ast.PathNegatedSet():
-            return None
-    raise TypeError(f"not a property path: {path!r}")

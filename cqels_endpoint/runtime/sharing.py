@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from cqels_endpoint.runtime.patterns import StreamTriple
+from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.runtime.windows import WindowState, build_window
 
 

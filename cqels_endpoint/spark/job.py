@@ -24,7 +24,7 @@ int64 term id (null: unbound). The algebra maps onto DataFrame operations:
 
 Anything else (property paths, MINUS, GROUP/aggregates, ORDER BY/LIMIT, REDUCED, SERVICE, EXISTS,
 RAND/NOW/UUID/STRUUID/BNODE) makes the whole cache evaluated by pyoxigraph on the driver
-(``plan.caches.compute_cache``), and ``notes`` says which construct did.
+(``caches.engines.compute_cache``), and ``notes`` says which construct did.
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ from pathlib import Path
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.sexpr import to_sexpr
 from cqels_endpoint.algebra.variables import certainly_bound
-from cqels_endpoint.caches.engines import CACHE_ENGINES, CacheBuild, CacheEngine, LocalCacheEngine
-from cqels_endpoint.plan.caches import StaticSource, compute_cache
+from cqels_endpoint.caches.engines import CACHE_ENGINES, CacheBuild, CacheEngine, LocalCacheEngine, StaticSource, compute_cache
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk

@@ -1,1 +1,2 @@
-"""Pure-Python reference twins of the compiled operators; CQELS_PURE_PYTHON=1 selects them."""
+"""Pure-Python twins of the compiled operators (``operators/__init__`` takes them under
+``CQELS_PURE_PYTHON=1``), and of the path window, which the property tests use as its oracle."""

@@ -1,8 +1,6 @@
 from collections.abc import Sequence
 from typing import Any
 
-COMPILED: bool
-
 def key_of(ids: Sequence[int]) -> int: ...
 
 class RingIndex:

@@ -3,11 +3,6 @@ from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
 
-COMPILED: bool
-
-def pattern_schema(pattern: Sequence[str | None]) -> tuple[str, ...]: ...
-def join_schema(input_schemas: Sequence[Sequence[str]]) -> tuple[str, ...]: ...
-
 class WindowBuffer(Operator):
     arity: int
     expired: int

@@ -3,8 +3,6 @@ from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
 
-COMPILED: bool
-
 class Distinct(Operator):
     def __init__(self, schema: Sequence[str], label: str = "") -> None: ...
     def on_batch(self, port: int, deltas: list[Delta]) -> None: ...

@@ -10,7 +10,7 @@ query once, in a stable order, and every part of the engine names them by that n
   property path alternative over a stream is a ``Union`` of stream patterns: one set per branch);
 - a triple pattern whose predicate is a property path with ``*``, ``+``, ``?`` or ``!`` (what
   is left of a path once the translation has split its sequences and alternatives) is one stream
-  pattern too: its window holds the triples that can take part in the path (``paths.path_links``)
+  pattern too: its window holds the triples that can take part in the path (``path_links``)
   and the path is evaluated over that window graph;
 - ``map_stream_triples`` rebuilds an algebra replacing each stream triple pattern by a pattern of the
   caller's choice, visiting them in exactly that order (the recompute evaluator uses it to read each
@@ -31,7 +31,6 @@ from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import WindowConfig
-from cqels_endpoint.runtime.paths import path_links
 from cqels_endpoint.terms import IRI, BlankNode, Var
 from cqels_endpoint.static_store.convert import constant_term
 
@@ -142,3 +141,26 @@ def map_stream_triples(query: n.AlgebraQuery, replace: Callable[[StreamTriple], 
         return map_children(node, rebuild)
 
     return map_children(query, rebuild)
+
+
+def path_links(path: ast.Path) -> frozenset[IRI] | None:
+    """The predicates a triple must have to take part in ``path``; None when any triple can (a
+    negated set matches unlisted predicates, and a zero-length part every node of the graph)."""
+    match path:
+        case IRI():
+            return frozenset((path,))
+        case ast.PathInverse(inner):
+            return path_links(inner)
+        case ast.PathSequence(parts) | ast.PathAlternative(parts):
+            links: set[IRI] = set()
+            for part in parts:
+                found = path_links(part)
+                if found is None:
+                    return None
+                links |= found
+            return frozenset(links)
+        case ast.PathMod(inner, modifier):
+            return None if modifier in "*?" else path_links(inner)
+        case ast.PathNegatedSet():
+            return None
+    raise TypeError(f"not a property path: {path!r}")

@@ -1,9 +1,9 @@
 """Physical plan → operator objects, built once per registered query and wired for pushing.
 
-Every plan node becomes one operator (``operators/``) labelled with the node id and the query
-line it comes from (so that operator errors and ``explain`` point at the query text), connected to
-its parent's input port. Window buffers and static caches are the sources; the plan's root feeds
-the ``Sink`` that holds Γ.
+Every plan node becomes one operator labelled with the node id and the query line it comes from
+(so that operator errors and ``explain`` point at the query text), connected to its parent's input
+port. Window buffers and static caches are the sources; the plan's root feeds the ``Sink`` that
+holds Γ. The twin-or-compiled operators come from the package's loader (``operators/__init__``).
 """
 
 from __future__ import annotations
@@ -12,20 +12,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cqels_endpoint.errors import PlanError
-from cqels_endpoint.operators.aggregate import GroupAggregate
+from cqels_endpoint.operators import (
+    Distinct,
+    GroupAggregate,
+    MultiwayJoin,
+    Negation,
+    OptionalJoin,
+    Project,
+    TopK,
+    Union,
+    WindowBuffer,
+)
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
-from cqels_endpoint.operators.distinct import Distinct
 from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
-from cqels_endpoint.operators.join import MultiwayJoin, WindowBuffer
-from cqels_endpoint.operators.negation import Negation, merged_schema
-from cqels_endpoint.operators.optional import OptionalJoin
+from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.path import PathWindow
-from cqels_endpoint.operators.project import Project
+from cqels_endpoint.operators.shared.schemas import merged_schema
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
-from cqels_endpoint.operators.topk import Order, TopK
-from cqels_endpoint.operators.union import Union
 from cqels_endpoint.plan import nodes as p
 from cqels_endpoint.runtime.expressions import compile_filter
 

@@ -3,10 +3,6 @@ from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
 
-COMPILED: bool
-
-def union_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]: ...
-
 class Union(Operator):
     arity: int
     inputs_per_port: list[int]

@@ -4,8 +4,6 @@ from typing import Any
 from cqels_endpoint.operators.base import Delta, Operator
 from cqels_endpoint.operators.decoding import TermDecoder
 
-COMPILED: bool
-
 class OptionalJoin(Operator):
     arity: int
     left_schema: tuple[str, ...]
