@@ -30,8 +30,9 @@ long-lived SparkSession (``spark_master``; started in the background when the se
 ``local`` with pyoxigraph in the server process, for small deployments. A burst of store changes
 rebuilds the caches it touches once, ``rebuild_debounce_ms`` after the last change.
 
-``lateness_ms`` is DESIGN §4's L: events up to that much older than their stream's latest one are
-buffered and released in timestamp order once the watermark passes them; older ones get a 409.
+``lateness_ms`` is the lateness L of docs/ARCHITECTURE.md, "Windows and time": events up to that
+much older than their stream's latest one are buffered and released in timestamp order once the
+watermark passes them; older ones get a 409.
 
 ``stream_base`` names the streams pushed to by a short name: ``POST /streams/rfid`` pushes to
 ``<stream_base>rfid`` (``POST /streams/<percent-encoded IRI>`` names any stream in full).

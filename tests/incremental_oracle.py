@@ -1,6 +1,6 @@
 """Runs one continuous query in both modes on one engine and compares every emission.
 
-The incremental engine must agree with re-evaluation (DESIGN §4 "Oracle") at *every* evaluation
+The incremental engine must agree with re-evaluation (docs/ARCHITECTURE.md, "The oracle") at *every* evaluation
 time and for every R2S: ``run_both`` registers the query six times on one ``Engine`` (incremental
 and recompute, each with ISTREAM, RSTREAM and DSTREAM), replays the events, and ``differences``
 lists every evaluation time where the two modes' emissions differ. Emissions are compared as bags

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cqels_endpoint import parse_query
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
-from cqels_endpoint.operators.aggregate import GroupAggregate
+from cqels_endpoint.operators._aggregate import GroupAggregate
 from cqels_endpoint.operators.base import Delta
 from cqels_endpoint.operators.decoding import TermDecoder
 from cqels_endpoint.operators.reference.aggregate import GroupAggregate as ReferenceGroupAggregate

@@ -10,7 +10,7 @@ in order.
 
 Re-evaluation is the expensive side, so the oracle runs once per replay: the recompute query is
 registered with RSTREAM only, and the ISTREAM and DSTREAM it would emit are derived from its
-successive relations by DESIGN §4's definitions (``r2s_from_relations``); the incremental query is
+successive relations by their definitions (``r2s_from_relations``); the incremental query is
 registered with all three R2S. Q1 replays all 5,000 trips in CI (about 3 minutes); Q2, whose
 re-evaluation costs about 0.1 s per tick on a full window, replays the first 1,500 in CI and all
 5,000 with ``CQELS_FULL_DEBS=1`` (``slow``, about 12 minutes).

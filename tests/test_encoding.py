@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqels_endpoint.operators import use_pure_python
+from cqels_endpoint.runtime.compiled import use_pure_python
 from cqels_endpoint.runtime import _encoding, encoding
 from cqels_endpoint.runtime.encoding import (
     XSD,

@@ -124,7 +124,7 @@ class Stream:
 
 
 def oracle(engine, text: str, **register) -> list[dict]:
-    """The recompute-mode emissions of ``text`` as DESIGN §6 objects, filled as events are pushed."""
+    """The recompute-mode emissions of ``text`` as ``Emission.to_json()`` objects, filled as events are pushed."""
     seen: list[dict] = []
     query = engine.register(text, mode="recompute", **register)
     query.subscribe(lambda emission: seen.append(emission.to_json()))

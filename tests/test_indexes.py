@@ -8,20 +8,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from cqels_endpoint.operators import _indexes as compiled
-from cqels_endpoint.operators import indexes, use_pure_python
 from cqels_endpoint.operators.reference import indexes as twin
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 IMPLEMENTATIONS = pytest.mark.parametrize("impl", [compiled, twin], ids=["compiled", "twin"])
-
-
-def test_thin_module_follows_cqels_pure_python():
-    assert indexes.COMPILED is not use_pure_python()
-    expected = twin if use_pure_python() else compiled
-    assert indexes.RingIndex is expected.RingIndex
-    assert indexes.OneWayIndex is expected.OneWayIndex
-    assert indexes.key_of is expected.key_of
 
 
 @IMPLEMENTATIONS

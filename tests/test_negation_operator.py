@@ -1,4 +1,5 @@
-"""The negation operator (``operators/negation.py``) against its reference twin and a naive recomputation.
+"""The compiled negation operator (``operators/_negation.pyx``) against its reference twin and a naive
+recomputation.
 
 Hypothesis draws ticks of inserts and expiries on both inputs (left rows and right rows entering
 and leaving, several per tick, some leaving in the tick they entered), for NOT EXISTS, EXISTS and
@@ -18,8 +19,10 @@ from hypothesis import strategies as st
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Sink
-from cqels_endpoint.operators.negation import EXISTS, KINDS, MINUS, Negation, merged_schema, shared_columns
+from cqels_endpoint.operators._negation import Negation
 from cqels_endpoint.operators.reference.negation import Negation as ReferenceNegation
+from cqels_endpoint.operators.shared.schemas import shared_columns, union_schema
+from cqels_endpoint.plan.nodes import NegationKind
 
 LEFT = ("a", "b")
 RIGHT_SCHEMAS = (("b", "c"), ("a", "b"), ("c",), ("c", "b", "a"))
@@ -29,7 +32,7 @@ MAYBE = st.one_of(st.none(), VALUES)
 
 def condition_over(left, right):
     """``?c > ?a`` when both exist in the merged row (a correlated inner FILTER), else None."""
-    merged = merged_schema(left, right)
+    merged = union_schema(left, right)
     if "c" not in merged:
         return None
     a, c = merged.index("a"), merged.index("c")
@@ -48,14 +51,14 @@ def expected(kind, left_rows, right_rows, right_schema, condition):
             pairs = [(row[LEFT.index(c)], other[right_schema.index(c)]) for c in shared]
             if any(x is not None and y is not None and x != y for x, y in pairs):
                 return False
-            if kind == MINUS:
+            if kind is NegationKind.MINUS:
                 return any(x is not None and y is not None for x, y in pairs)
             merged = tuple(
                 other[right_schema.index(c)] if value is None and c in shared else value for c, value in zip(LEFT, row)
             )
             return condition is None or condition(merged + tuple(other[i] for i in extra))
 
-        if any(matches(other) for other in right_rows.values()) == (kind == EXISTS):
+        if any(matches(other) for other in right_rows.values()) == (kind is NegationKind.EXISTS):
             kept[(row, lineage)] += 1
     return kept
 
@@ -101,14 +104,14 @@ def ticks(draw):
 
 @settings(max_examples=400, deadline=None)
 @given(
-    kind=st.sampled_from(KINDS),
+    kind=st.sampled_from(NegationKind),
     right_schema=st.sampled_from(RIGHT_SCHEMAS),
     with_condition=st.booleans(),
     hashed=st.sets(st.sampled_from(LEFT)),
     history=ticks(),
 )
 def test_operator_matches_twin_and_definition(kind, right_schema, with_condition, hashed, history):
-    condition = condition_over(LEFT, right_schema) if with_condition and kind != MINUS else None
+    condition = condition_over(LEFT, right_schema) if with_condition and kind is not NegationKind.MINUS else None
     keys = tuple(c for c in shared_columns(LEFT, right_schema) if c in hashed)
     operator = Negation(LEFT, right_schema, kind, condition, keys=keys)
     twin = ReferenceNegation(LEFT, right_schema, kind, condition, keys=keys)

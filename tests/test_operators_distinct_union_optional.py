@@ -4,7 +4,6 @@ Hypothesis draws ticks of inserts and expiries (skewed values, unbound columns w
 must treat them as compatible); after each tick the recorded output relation must equal the
 operator's definition recomputed from the live input rows. ``Recorder`` checks the lineage
 contract on the way (a -1 retracts a live lineage with the same row, no lineage emitted twice).
-The thin modules export the compiled operators, or the pure-Python twins under CQELS_PURE_PYTHON=1.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
-from cqels_endpoint.operators import _distinct, _optional, _union, distinct, optional, union, use_pure_python
+from cqels_endpoint.operators import _distinct, _optional, _union
 from cqels_endpoint.operators.base import Delta
 from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.reference import distinct as reference_distinct
@@ -31,13 +30,6 @@ from cqels_endpoint.runtime.expressions import compile_filter
 from operator_scenarios import SKEWED_VALUES, Recorder, compatible_merge
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def test_thin_modules_export_the_compiled_operators_or_the_twins():
-    pure = use_pure_python()
-    assert (distinct.Distinct is reference_distinct.Distinct) is pure and distinct.COMPILED is not pure
-    assert (union.Union is reference_union.Union) is pure and union.COMPILED is not pure
-    assert (optional.OptionalJoin is reference_optional.OptionalJoin) is pure and optional.COMPILED is not pure
 
 
 @st.composite
@@ -93,7 +85,7 @@ def replay(operator, recorder: Recorder, drawn: list[list[tuple]], ports: int, a
 @SETTINGS
 @given(drawn=ticks(1, (2,), unbound=True))
 def test_distinct_keeps_one_copy_of_each_live_row(drawn):
-    operator = distinct.Distinct(("a", "b"))
+    operator = _distinct.Distinct(("a", "b"))
     recorder = Recorder(operator.schema)
     emitted_before = [0]
 
@@ -109,7 +101,7 @@ def test_distinct_keeps_one_copy_of_each_live_row(drawn):
 
 
 def test_distinct_emits_only_at_the_end_of_the_tick_and_not_for_a_row_that_came_and_went():
-    operator = distinct.Distinct(("a",))
+    operator = _distinct.Distinct(("a",))
     recorder = Recorder(operator.schema)
     operator.connect(recorder)
     operator.on_batch(0, [Delta((1,), 1, (1,)), Delta((1,), 1, (2,)), Delta((2,), 1, (3,))])
@@ -138,7 +130,7 @@ UNION_SCHEMAS = (("a", "b"), ("b", "c"))
 @SETTINGS
 @given(drawn=ticks(2, (2, 2), unbound=True))
 def test_union_is_the_aligned_bag_union(drawn):
-    operator = union.Union(*UNION_SCHEMAS)
+    operator = _union.Union(*UNION_SCHEMAS)
     assert operator.schema == ("a", "b", "c")
     recorder = Recorder(operator.schema)
 
@@ -152,7 +144,7 @@ def test_union_is_the_aligned_bag_union(drawn):
 
 
 def test_union_lineages_stay_unique_across_branches():
-    operator = union.Union(("a",), ("a",))
+    operator = _union.Union(("a",), ("a",))
     recorder = Recorder(operator.schema)
     operator.connect(recorder)
     operator.on_batch(0, [Delta((5,), 1, (7,))])
@@ -209,7 +201,7 @@ def test_optional_equals_the_left_join_recomputed(drawn, condition):
     ]
     decoder = TermDecoder(dictionary)
     exprs = filter_exprs(condition)
-    operator = optional.OptionalJoin(LEFT, RIGHT, exprs, decoder)
+    operator = _optional.OptionalJoin(LEFT, RIGHT, exprs, decoder)
     assert operator.schema == ("a", "b", "c")
     recorder = Recorder(operator.schema)
     passes = compile_filter(exprs) if exprs else None
@@ -221,7 +213,7 @@ def test_optional_equals_the_left_join_recomputed(drawn, condition):
 
 
 def test_optional_retracts_and_readds_the_padded_row():
-    operator = optional.OptionalJoin(("a",), ("a", "b"))
+    operator = _optional.OptionalJoin(("a",), ("a", "b"))
     recorder = Recorder(operator.schema)
     operator.connect(recorder)
     operator.on_batch(0, [Delta((1,), 1, (10,))])

@@ -3,9 +3,6 @@ other and against a naive nested-loop join recomputed after every tick."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections import Counter
 
 import pyoxigraph as ox
@@ -198,15 +195,3 @@ def test_buffer_releases_terms_only_after_the_punctuation(implementation):
     buffer.on_punctuation(2)
     assert len(dictionary) == 0
     assert buffer.counters() == {"inputs": 1, "outputs": 2, "size": 0, "expired": 1}
-
-
-def test_pure_python_switch_selects_the_twins():
-    code = (
-        "import cqels_endpoint.operators.join as j, cqels_endpoint.operators.project as p; "
-        "print(j.MultiwayJoin.__module__, j.WindowBuffer.__module__, p.Project.__module__, j.COMPILED, p.COMPILED)"
-    )
-    for flag, package, compiled in (("1", "reference.", "False"), ("0", "_", "True")):
-        env = {**os.environ, "CQELS_PURE_PYTHON": flag}
-        output = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-        modules = [f"cqels_endpoint.operators.{package}{name}" for name in ("join", "join", "project")]
-        assert output.stdout.split() == [*modules, compiled, compiled]

@@ -1,7 +1,7 @@
 """The compiled top-k operator against its re-sorting twin, and the influence region.
 
 The compiled operator is taken from ``operators._topk`` directly, so that these tests check it under
-``CQELS_PURE_PYTHON=1`` too (where ``operators.topk.TopK`` is the twin). Hypothesis drives both
+``CQELS_PURE_PYTHON=1`` too (where the engine's ``TopK`` is the twin). Hypothesis drives both
 operators with the same random ticks — inserts, expiries, and rows replaced under the same lineage
 (what an aggregate emits when a group's value changes) — over values of every kind (numerics,
 strings, IRIs, unbound) with many ties, for several ORDER BY / OFFSET / LIMIT shapes, and compares
@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from cqels_endpoint import parse_query
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
-from cqels_endpoint.operators import _topk, topk, use_pure_python
+from cqels_endpoint.operators import _topk
 from cqels_endpoint.operators.base import Delta
 from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.reference import topk as reference_topk
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.encoding import TermDictionary
@@ -130,12 +131,6 @@ def test_compiled_operator_matches_its_twin_delta_for_delta(order, offset, limit
     run(order, offset, limit, ticks)
 
 
-def test_the_thin_module_picks_the_compiled_operator_unless_pure_python_is_asked_for():
-    pure = use_pure_python()
-    assert (topk.TopK is reference_topk.TopK) is pure and topk.COMPILED is not pure
-    assert topk.Order is reference_topk.Order and topk.row_order_key is reference_topk.row_order_key
-
-
 REGRESSION_FILE = REGRESSIONS / "topk_operator.json"
 
 
@@ -183,7 +178,7 @@ def test_order_lists_first_occurrences_of_entering_rows_in_order():
     """The emission order of a plain ORDER BY over a column the query does not project: a projected
     row that enters twice is listed at the positions of its first occurrences, as SPARQL lists it."""
     dictionary = TermDictionary()
-    order = topk.Order(("g", "x"), conditions("ORDER BY ?x"), ("g",), TermDecoder(dictionary))
+    order = Order(("g", "x"), conditions("ORDER BY ?x"), ("g",), TermDecoder(dictionary))
     a, b = dictionary.encode(GROUPS[0]), dictionary.encode(GROUPS[1])
     one, two, three = (dictionary.encode(integer(v)) for v in (1, 2, 3))
     order.on_batch(0, [Delta((a, three), 1, (1,)), Delta((b, two), 1, (2,)), Delta((a, one), 1, (3,))])

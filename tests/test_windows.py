@@ -1,4 +1,5 @@
-"""Window semantics (DESIGN §4) drawn as timelines, in the style of Bytewax's test_sliding_windower.
+"""Window semantics (docs/ARCHITECTURE.md, "Windows and time") drawn as timelines, in the style of
+Bytewax's test_sliding_windower.
 
 One character is one millisecond; a letter is an event at its column. Each test runs a query that
 reports one window's contents under RSTREAM (an emission at every evaluation, empty ones included)

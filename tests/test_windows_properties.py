@@ -1,4 +1,5 @@
-"""Random timelines against the window definitions of DESIGN §4, written out directly.
+"""Random timelines against the window definitions (docs/ARCHITECTURE.md, "Windows and time"),
+written out directly.
 
 Each example draws non-decreasing timestamps (equal ones and long gaps included) and a final
 advance, runs a window query under RSTREAM and compares, at every evaluation, the letters the

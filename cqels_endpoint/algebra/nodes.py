@@ -23,10 +23,10 @@ Conventions shared by every pass:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal as TypingLiteral
 
 from cqels_endpoint.errors import Span
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.terms import IRI, Literal, Node, Var
 
@@ -301,7 +301,7 @@ class AlgebraQuery(Node):
     messages) do not take part in equality.
     """
 
-    form: TypingLiteral["SELECT", "CONSTRUCT", "ASK", "DESCRIBE"]
+    form: QueryForm
     pattern: Pattern
     template: tuple[ast.TriplePattern, ...] = ()
     describe: tuple[Var | IRI, ...] = ()
@@ -310,6 +310,10 @@ class AlgebraQuery(Node):
     base: str | None = None
     prefixes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # The form compares by identity downstream; a caller may give its name.
+        object.__setattr__(self, "form", QueryForm(self.form))
 
 
 def is_internal(var: Var) -> bool:

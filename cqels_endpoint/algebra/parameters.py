@@ -52,7 +52,9 @@ def make_template(query: ast.Query, parameters: Sequence[Parameter | str]) -> Te
         msg = "a template declares at least one parameter ('# @param ?var')"
         raise ArgumentError(msg)
     algebra = to_algebra(query, tuple(Var(name) for name in names))
-    used = mentioned(_without_parameters(algebra.pattern))
+    # Read on the parsed query: the algebra's projection and SELECT expressions are the head's.
+    form = query.form
+    used = mentioned(form.where) | mentioned(form.modifiers) | mentioned(form.values)
     for parameter in declared:
         if Var(parameter.name) not in used:
             _fail(f"parameter ?{parameter.name} does not occur in the WHERE clause", query.text, parameter)
@@ -92,13 +94,6 @@ def _replace_parameters(algebra: n.AlgebraQuery, make) -> n.AlgebraQuery:
         msg = f"a template's algebra holds one parameter table, not {len(found)}"
         raise ValueError(msg)
     return dataclasses.replace(algebra, pattern=pattern)
-
-
-def _without_parameters(pattern: n.Pattern) -> n.Pattern:
-    def convert(node):
-        return n.EMPTY if isinstance(node, n.ParameterTable) else map_children(node, convert)
-
-    return convert(pattern)
 
 
 def _fail(message: str, text: str, parameter: Parameter) -> None:

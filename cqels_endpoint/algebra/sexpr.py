@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.windows import format_window
 from cqels_endpoint.terms import (
     IRI,
@@ -296,7 +297,7 @@ class Printer:
 
     def query(self, query: n.AlgebraQuery) -> _List:
         items: list[object] = [query.form.lower()]
-        if query.form == "DESCRIBE":
+        if query.form is QueryForm.DESCRIBE:
             items.append(_List([self.term(t) for t in query.describe]))
         block_from = len(items)
         if self.prefixes:
@@ -308,7 +309,7 @@ class Printer:
             name = query.register.name
             items.append(_List(["register", query.register.kind, self.iri(name) if isinstance(name, IRI) else name]))
         items.extend(self.dataset(d) for d in query.datasets)
-        if query.form == "CONSTRUCT":
+        if query.form is QueryForm.CONSTRUCT:
             items.append(self.triples(["template"], query.template))
         items.append(self.node(query.pattern))
         return _List(items, block_from=block_from)

@@ -1,6 +1,6 @@
 """Algebra → SPARQL 1.1 text that any SPARQL engine evaluates to the same solutions.
 
-The recompute mode of the engine (DESIGN §4, the oracle) evaluates a continuous query on
+The recompute mode of the engine (docs/ARCHITECTURE.md, "The oracle") evaluates a continuous query on
 pyoxigraph with each window's contents stored as a named graph: ``to_sparql(query, window_graph)``
 writes every ``StreamPattern`` as ``GRAPH <window graph> { … }``. The tests use it without streams
 to check that the optimizer passes preserve results.
@@ -27,6 +27,7 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.serialize import write_expression, write_path, write_term, write_var
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.terms import IRI, BlankNode, Var
@@ -213,17 +214,17 @@ class _Writer:
             windows = {self.window_graph(x) for x in walk(query.pattern) if isinstance(x, n.StreamPattern)}
             datasets += "".join(f" FROM NAMED {self.term(g)}" for g in sorted(windows, key=lambda g: g.value))
         match query.form:
-            case "SELECT":
+            case QueryForm.SELECT:
                 head, where, tail = self._modifiers(query.pattern)
                 return f"SELECT {head}{datasets} WHERE {self.braced(where)}{tail}"
-            case "CONSTRUCT":
+            case QueryForm.CONSTRUCT:
                 _, where, tail = self._modifiers(query.pattern)
                 template = self.triples(query.template, in_pattern=False)
                 return f"CONSTRUCT {{ {template} }}{datasets} WHERE {self.braced(where)}{tail}"
-            case "ASK":
+            case QueryForm.ASK:
                 _, where, tail = self._modifiers(query.pattern)
                 return f"ASK{datasets} WHERE {self.braced(where)}{tail}"
-            case "DESCRIBE":
+            case QueryForm.DESCRIBE:
                 _, where, tail = self._modifiers(query.pattern)
                 targets = " ".join(self.term(t) for t in query.describe) or "*"
                 return f"DESCRIBE {targets}{datasets} WHERE {self.braced(where)}{tail}"

@@ -52,6 +52,7 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError, QuerySyntaxError
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
@@ -129,15 +130,15 @@ class _Translator:
         }
         match form:
             case ast.SelectQuery():
-                return n.AlgebraQuery("SELECT", pattern, **common)
+                return n.AlgebraQuery(QueryForm.SELECT, pattern, **common)
             case ast.ConstructQuery(template=template):
-                return n.AlgebraQuery("CONSTRUCT", pattern, template=template, **common)
+                return n.AlgebraQuery(QueryForm.CONSTRUCT, pattern, template=template, **common)
             case ast.AskQuery():
-                return n.AlgebraQuery("ASK", pattern, **common)
+                return n.AlgebraQuery(QueryForm.ASK, pattern, **common)
             case ast.DescribeQuery(targets=targets):
                 # DESCRIBE * describes every variable the WHERE clause can bind.
                 described = targets or tuple(v for v in in_scope(pattern) if not n.is_internal(v))
-                return n.AlgebraQuery("DESCRIBE", pattern, describe=described, **common)
+                return n.AlgebraQuery(QueryForm.DESCRIBE, pattern, describe=described, **common)
         raise TypeError(f"not a query form: {form!r}")
 
     def _dataset(self, datasets: tuple[ast.Dataset, ...]) -> _DefaultGraph | None:

@@ -1,4 +1,4 @@
-"""Cache engines: what computes the mappings of one static sub-pattern (DESIGN §4 "Static data").
+"""Cache engines: what computes the mappings of one static sub-pattern.
 
 A cache engine takes a compiled ``plan.nodes.StaticCache`` (its sub-pattern and schema), the query
 it belongs to and the static store, and returns the complete new rows of that cache. Two engines

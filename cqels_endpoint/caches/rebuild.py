@@ -1,4 +1,4 @@
-"""The rebuild manager: static caches follow the store's change events (DESIGN §4 "Static data").
+"""The rebuild manager: static caches follow the store's change events.
 
 Each registered incremental query hands its static caches to the ``CacheRebuilder``, which knows
 per cache which graphs its sub-pattern reads (``caches.graphs.graphs_read``, computed once at registration). A

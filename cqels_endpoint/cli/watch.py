@@ -30,8 +30,9 @@ _BARE = {f"{_XSD}integer", f"{_XSD}decimal", f"{_XSD}double", f"{_XSD}boolean"}
 
 
 def emissions(client: Client, name: str) -> Iterator[dict]:
-    """The emissions of query ``name`` (an instance: ``template/instance``) as DESIGN §6 objects,
-    until the server ends the stream; ``client.ServerError`` for a refusal (404: unknown query)."""
+    """The emissions of query ``name`` (an instance: ``template/instance``) as JSON objects
+    (docs/ARCHITECTURE.md, "Emissions (R2S)"), until the server ends the stream;
+    ``client.ServerError`` for a refusal (404: unknown query)."""
     path = f"/queries/{urllib.parse.quote(name, safe='/')}/results"
     for line in client.lines(path, headers={"Accept": "application/x-ndjson"}):
         if line.strip():  # empty lines are the server's keep-alives

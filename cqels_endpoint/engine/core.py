@@ -76,7 +76,8 @@ class Engine:
 
     ``store``: a ``static_store.StaticStore``, a ``pyoxigraph.Store`` (read through a wrapper, so
     writes made to it directly raise no change events) or None (no static data).
-    ``lateness_ms``: how far behind its stream's latest timestamp an event may be (DESIGN §4).
+    ``lateness_ms``: how far behind its stream's latest timestamp an event may be
+    (docs/ARCHITECTURE.md, "Windows and time").
     ``clock``: the arrival clock for events pushed without a time (wall clock by default;
     ``testing.ManualClock`` in tests). Thread-safe: calls are serialised by one lock.
     ``cache_engine``: what computes the static caches of incremental queries, "local" (pyoxigraph),
@@ -490,7 +491,8 @@ class Engine:
         # Called by the store's writer with the store's lock held: taking the engine lock here could
         # deadlock against a push that reads the store, so the change is only noted and handed to
         # the evaluators at the start of the next push or advance (it shows with the next
-        # evaluation anyway, DESIGN §4), and the caches it touches are scheduled for a rebuild.
+        # evaluation anyway: docs/ARCHITECTURE.md, "Static data and caches"), and the caches it
+        # touches are scheduled for a rebuild.
         self._static_changed = True
         self.caches.on_change(event)
 

@@ -55,7 +55,7 @@ class Emission:
         return "".join(f"{triple} .\n" for triple in self.triples)
 
     def to_json(self) -> dict:
-        """The JSON object of one Server-Sent Event / NDJSON line (DESIGN §6)."""
+        """The JSON object of one Server-Sent Event / NDJSON line (docs/ARCHITECTURE.md, "Emissions (R2S)")."""
         head = {"query": self.query, "time": self.time, "r2s": self.r2s}
         if self.triples is None:
             return head | self.to_sparql_json()

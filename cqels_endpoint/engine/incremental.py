@@ -51,7 +51,7 @@ class _WindowSet:
 
 
 class IncrementalEvaluator:
-    """Γ of one continuous query maintained incrementally (DESIGN §5), behind the Evaluator protocol.
+    """Γ of one continuous query maintained incrementally, behind the Evaluator protocol.
 
     ``query`` is the optimised algebra, ``patterns`` the engine's ``plan.patterns.stream_triples``
     of it, ``static`` the static store (a ``StaticStore``, a ``pyoxigraph.Store`` or None) and
@@ -86,9 +86,10 @@ class IncrementalEvaluator:
     def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None:
         """``triple`` (timestamp ``t``) enters the window of stream triple pattern ``pattern_id``.
 
-        A window is a graph, a *set* of triples (DESIGN §4: Γ is SPARQL over the windows as named
-        graphs): a triple already in the window does not enter it again, and stays until its last
-        copy has left. Only its first copy becomes a leaf of the plan.
+        A window is a graph, a *set* of triples (Γ is SPARQL over the windows as named graphs:
+        docs/ARCHITECTURE.md, "Windows and time"): a triple already in the window does not enter
+        it again, and stays until its last copy has left. Only its first copy becomes a leaf of
+        the plan.
         """
         encode = self.dictionary.encode
         ids = (encode(triple.subject), encode(triple.predicate), encode(triple.object))

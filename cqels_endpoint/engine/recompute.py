@@ -38,6 +38,7 @@ from cqels_endpoint.algebra.to_sparql import to_sparql
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.terms import IRI, Var
@@ -96,7 +97,7 @@ class RecomputeEvaluator:
             self.store.remove(ox.Quad(triple.subject, triple.predicate, triple.object, self.graphs[pattern_id]))
 
     def on_static_change(self) -> None:
-        # Re-read at the next evaluation: a change alone emits nothing (see docs/ARCHITECTURE.md).
+        # Re-read at the next evaluation: a change alone emits nothing (docs/ARCHITECTURE.md, "Static data and caches").
         self._static_dirty = True
 
     def evaluate(self, tau: int) -> list[tuple[Row, int]]:
@@ -168,12 +169,12 @@ class RecomputeEvaluator:
 
 def _rewrite(query: n.AlgebraQuery, graphs: list[str]) -> n.AlgebraQuery:
     """The query over the recompute store (see the module docstring); CONSTRUCT becomes SELECT."""
-    if query.form not in ("SELECT", "CONSTRUCT", "ASK"):
+    if query.form not in (QueryForm.SELECT, QueryForm.CONSTRUCT, QueryForm.ASK):
         msg = f"a continuous query is a SELECT, a CONSTRUCT or an ASK, not {query.form}"
         raise PlanError(msg)
-    if query.form == "CONSTRUCT":
+    if query.form is QueryForm.CONSTRUCT:
         # Projected before the windows are mapped: the tie-break follows the query's own scope order.
-        query = replace(query, form="SELECT", template=(), pattern=_project_in_scope(query.pattern))
+        query = replace(query, form=QueryForm.SELECT, template=(), pattern=_project_in_scope(query.pattern))
     window_iris = tuple(IRI(g) for g in graphs)
     if window_iris:
         hide = n.Graph  # static GRAPH ?g nodes, which must not range over the window graphs

@@ -20,8 +20,10 @@ from __future__ import annotations
 from flask import Flask, Response, jsonify
 
 from cqels_endpoint.spark import cache_engine
+from cqels_endpoint.spark.job import SparkCacheEngine
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
+from cqels_endpoint.engine.registry import FILE_NAME as QUERIES_FILE
 from cqels_endpoint.http import fast, graph_store, metrics, queries, query, results, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
@@ -55,7 +57,7 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
     app.add_url_rule("/health", "health", _health, methods=["GET"])
     fast.install(app, store, config)
     # The stored queries start again now, before the app serves its first event.
-    queries.install(app, endpoint(app).engine, None if config.memory else config.data_dir / queries.FILE_NAME)
+    queries.install(app, endpoint(app).engine, None if config.memory else config.data_dir / QUERIES_FILE)
     return app
 
 
@@ -64,7 +66,7 @@ def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -
         return Endpoint(store, config, engine, owns_engine=False)
     caches = cache_engine(config.cache_engine, config.spark_master, start=False)
     engine = Engine(store, config.lateness_ms, cache_engine=caches, rebuild_debounce_ms=config.rebuild_debounce_ms)
-    return Endpoint(store, config, engine, spark=getattr(caches, "session_holder", None))
+    return Endpoint(store, config, engine, spark=caches.session_holder if isinstance(caches, SparkCacheEngine) else None)
 
 
 def _health() -> Response:

@@ -1,8 +1,9 @@
 """Bearer-token protection of writes; reads stay open.
 
-With ``auth_token`` configured, every write (``/update``, ``/store`` PUT/POST/DELETE, and the
-stream and query registration endpoints of later issues) needs ``Authorization: Bearer <token>``;
-otherwise 401 with a ``WWW-Authenticate`` challenge (RFC 6750). Tokens are compared in constant time.
+With ``auth_token`` configured, every write (``/update``, ``/store`` PUT/POST/DELETE, stream
+pushes, query registration and deletion, instances) needs ``Authorization: Bearer <token>``;
+otherwise 401 with a ``WWW-Authenticate`` challenge (RFC 6750), before the view looks anything up
+(so a missing query or graph is not revealed). Tokens are compared in constant time.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``GET /queries/{name}/results``: a registered query's emissions as they happen (DESIGN §6).
+"""``GET /queries/{name}/results``: a registered query's emissions as they happen.
 
 Two framings, chosen by ``Accept``:
 
@@ -113,7 +113,7 @@ def render_with(frame: Callable[[dict, int], bytes], triple_format: MediaFormat 
 
 
 def emission_json(entry: Entry, triple_format: MediaFormat | None) -> dict:
-    """DESIGN §6's object of one emission, CONSTRUCT triples written in ``triple_format`` (None: N-Triples)."""
+    """The JSON object of one emission, CONSTRUCT triples written in ``triple_format`` (None: N-Triples)."""
     emission = entry.emission
     data = emission.to_json()
     if emission.triples is not None and triple_format is not None and triple_format.syntax != ox.RdfFormat.N_TRIPLES:

@@ -192,7 +192,7 @@ class Negation(NegationBase):
     """Left rows kept according to how many right rows match them (see the module docstring).
 
     ``condition(merged_row)`` gets the left row extended with the right row (term ids aligned
-    with ``merged_schema(left, right)``) and says whether they match; None means always.
+    with ``union_schema(left, right)``) and says whether they match; None means always.
     """
 
     def __init__(self, left_schema, right_schema, kind, condition=None, label="", keys=None):

@@ -13,7 +13,7 @@ from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
 from cqels_endpoint.operators.decoding import DecodedRow
 from cqels_endpoint.operators.shared.optional import JOINED, PADDED
-from cqels_endpoint.operators.shared.schemas import merged_schema
+from cqels_endpoint.operators.shared.schemas import union_schema
 from cqels_endpoint.runtime.expressions import compile_filter
 
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__
@@ -194,7 +194,7 @@ class OptionalJoin(Operator):
     arity = 2
 
     def __init__(self, left_schema, right_schema, exprs=(), decoder=None, label="", **context):
-        super().__init__(merged_schema(left_schema, right_schema), label or "optional")
+        super().__init__(union_schema(left_schema, right_schema), label or "optional")
         self.left_schema, self.right_schema = tuple(left_schema), tuple(right_schema)
         if exprs and decoder is None:
             raise ValueError("an OPTIONAL with a filter needs a decoder")

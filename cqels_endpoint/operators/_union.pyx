@@ -6,7 +6,7 @@ of its port (the operator is stateless)."""
 from libcpp.vector cimport vector
 
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.shared.schemas import merged_schema
+from cqels_endpoint.operators.shared.schemas import union_schema
 
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__
 
@@ -47,7 +47,7 @@ class Union(Operator):
     arity = 2
 
     def __init__(self, left_schema, right_schema, label=""):
-        super().__init__(merged_schema(left_schema, right_schema), label or "union")
+        super().__init__(union_schema(left_schema, right_schema), label or "union")
         self._aligner = _Aligner(self.schema, left_schema, right_schema)
         self.inputs_per_port = [0, 0]
 

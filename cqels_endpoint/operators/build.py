@@ -29,7 +29,7 @@ from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.path import PathWindow
-from cqels_endpoint.operators.shared.schemas import merged_schema
+from cqels_endpoint.operators.shared.schemas import union_schema
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
 from cqels_endpoint.plan import nodes as p
 from cqels_endpoint.runtime.expressions import compile_filter
@@ -166,5 +166,5 @@ def _merged_condition(node: p.NegationNode, decoder: TermDecoder, context: dict)
     if not node.condition:
         return None
     passes = compile_filter(node.condition, **context)
-    positions = {name: i for i, name in enumerate(merged_schema(node.left.schema, node.right.schema))}
+    positions = {name: i for i, name in enumerate(union_schema(node.left.schema, node.right.schema))}
     return lambda row: passes(DecodedRow(positions, row, decoder))

@@ -3,8 +3,9 @@
 The planner computes the mappings of a maximal static sub-pattern (pyoxigraph at registration; the
 Spark rebuild later), encodes them and hands them to :meth:`StaticCache.replace`. The cache
 diffs them against what it holds, as bags, and queues the difference as +1/-1 leaf deltas that go
-downstream with the next punctuation — a swap alone emits nothing, exactly as DESIGN §4 asks. The
-join downstream indexes the rows on its join columns, so stream rows probe the cache by index.
+downstream with the next punctuation, so a swap alone emits nothing
+(docs/ARCHITECTURE.md, "Static data and caches"). The join downstream indexes the rows on its join
+columns, so stream rows probe the cache by index.
 """
 
 from __future__ import annotations

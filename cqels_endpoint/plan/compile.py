@@ -62,6 +62,7 @@ from cqels_endpoint.plan.nodes import (
     UnionNode,
 )
 from cqels_endpoint.query.ast import BuiltinCall
+from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.terms import IRI, BlankNode, Var
@@ -131,12 +132,12 @@ class _Compiler:
 
     def compile(self, patterns: Sequence[StreamTriple] | None) -> PhysicalPlan:
         query = self.query
-        if query.form not in ("SELECT", "CONSTRUCT", "ASK"):
+        if query.form not in (QueryForm.SELECT, QueryForm.CONSTRUCT, QueryForm.ASK):
             raise PlanError(
                 f"a continuous query must be a SELECT, CONSTRUCT or ASK, not {query.form}{_where(query, query)}"
             )
         pattern = query.pattern
-        if query.form == "ASK":
+        if query.form is QueryForm.ASK:
             # Γ of ASK is the empty mapping once while the pattern has a solution.
             pattern = n.Distinct(n.Project((), pattern, span=pattern.span), span=pattern.span)
         root = self._solutions(pattern, None, top=True)

@@ -1,8 +1,9 @@
 """The stream triple patterns of a continuous query: the unit that windows apply to.
 
-A window applies to each triple pattern of a ``StreamPattern`` separately (DESIGN §4: ``TRIPLES n``
-counts the triples matching *that* pattern), so the engine numbers the stream triple patterns of a
-query once, in a stable order, and every part of the engine names them by that number:
+A window applies to each triple pattern of a ``StreamPattern`` separately (``TRIPLES n`` counts
+the triples matching *that* pattern: docs/ARCHITECTURE.md, "Windows and time"), so the engine
+numbers the stream triple patterns of a query once, in a stable order, and every part of the
+engine names them by that number:
 
 - ids follow the pre-order walk of the algebra (``query.visit.walk``: parents before children,
   children left to right, EXISTS patterns included), then the triple order inside each

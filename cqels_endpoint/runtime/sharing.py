@@ -5,7 +5,7 @@ queries keep *identical* window states for a pattern when they read the same str
 same stream triple patterns and windows (so every event and every close reaches both, at the same
 evaluation times: their clocks and close schedules are the same function of the events) and were
 registered with no event or advance in between (so they start from the same, empty, history). The
-instances of one stored template (``http/queries.py``) are exactly such queries: a parameter is
+instances of one stored template (``engine.registry``) are exactly such queries: a parameter is
 pre-bound by a VALUES block at the top of the WHERE, which leaves the stream patterns alone.
 
 ``SharedWindows`` keys window states by ``(signature of all the query's stream patterns, pattern id,

@@ -1,4 +1,4 @@
-"""Stream events: input conversion, per-stream clocks, lateness buffering, watermarks (DESIGN §4).
+"""Stream events: input conversion, per-stream clocks, lateness buffering, watermarks.
 
 Per stream IRI timestamps must not decrease, up to a lateness ``L`` (``Engine(lateness_ms=L)``):
 

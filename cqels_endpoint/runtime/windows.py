@@ -1,10 +1,10 @@
 """Window *state*, built from the frozen window configurations of ``query/windows.py``.
 
-One state object per stream triple pattern (DESIGN §4: the window applies to the triples matching
-each triple pattern). A state only knows timestamps and sequence numbers: the engine inserts
-``(t, seq)`` for each matching triple and, before each evaluation at time ``τ``, asks which
-sequence numbers leave. Every buffer is a FIFO by timestamp (a stream's timestamps never
-decrease), so expiry pops from the left and never scans the window.
+One state object per stream triple pattern (the window applies to the triples matching each
+triple pattern: docs/ARCHITECTURE.md, "Windows and time"). A state only knows timestamps and
+sequence numbers: the engine inserts ``(t, seq)`` for each matching triple and, before each
+evaluation at time ``τ``, asks which sequence numbers leave. Every buffer is a FIFO by timestamp
+(a stream's timestamps never decrease), so expiry pops from the left and never scans the window.
 
 What a window holds at an evaluation time ``τ`` (the engine evaluates eager queries after each
 event, at its timestamp, and at each clock advance; periodic queries at their close times):

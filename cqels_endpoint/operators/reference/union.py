@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.shared.schemas import merged_schema
+from cqels_endpoint.operators.shared.schemas import union_schema
 
 
 class Union(Operator):
@@ -19,7 +19,7 @@ class Union(Operator):
     arity = 2
 
     def __init__(self, left_schema: Sequence[str], right_schema: Sequence[str], label: str = "") -> None:
-        super().__init__(merged_schema(left_schema, right_schema), label or "union")
+        super().__init__(union_schema(left_schema, right_schema), label or "union")
         self._positions = tuple(
             tuple({name: i for i, name in enumerate(side)}.get(name, -1) for name in self.schema)
             for side in (left_schema, right_schema)

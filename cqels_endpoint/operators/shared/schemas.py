@@ -24,9 +24,9 @@ def join_schema(input_schemas: Sequence[Sequence[str]]) -> tuple[str, ...]:
     return tuple(schema)
 
 
-def merged_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
-    """The columns of a left row extended with a right row: left's, then right's new ones (UNION,
-    OPTIONAL, and the merged row a (NOT) EXISTS condition reads)."""
+def union_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
+    """The left columns, then the right columns the left lacks: the schema of UNION and OPTIONAL, and
+    of a left row merged with a right row, which the condition of a (NOT) EXISTS reads."""
     return tuple(left) + tuple(c for c in right if c not in left)
 
 
