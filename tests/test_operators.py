@@ -3,7 +3,6 @@ is compared, after every tick, with the same query recomputed from the live inpu
 
 from __future__ import annotations
 
-import doctest
 import itertools
 from collections import Counter
 
@@ -13,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cqels_endpoint.errors import OperatorError, PlanError
-from cqels_endpoint.operators import _join, _project, construct
+from cqels_endpoint.engine.emission import instantiate
+from cqels_endpoint.operators import _join, _project
 from cqels_endpoint.operators.base import Delta, Sink
-from cqels_endpoint.operators.construct import ConstructTemplate
 from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
@@ -162,26 +161,21 @@ def test_decoded_row_decodes_lazily_through_the_cache():
 
 
 def test_construct_template():
-    template = ConstructTemplate(
-        [
-            ast.TriplePattern(Var("s"), IRI(EX + "p"), BlankNode("b")),
-            ast.TriplePattern(BlankNode("b"), IRI(EX + "q"), Var("o")),
-            ast.TriplePattern(Var("o"), IRI(EX + "r"), Literal("c")),  # literal subject when ?o is one
-            ast.TriplePattern(Var("s"), Var("p"), Var("o")),  # ?p unbound in one solution
-        ]
-    )
+    template = [
+        ast.TriplePattern(Var("s"), IRI(EX + "p"), BlankNode("b")),
+        ast.TriplePattern(BlankNode("b"), IRI(EX + "q"), Var("o")),
+        ast.TriplePattern(Var("o"), IRI(EX + "r"), Literal("c")),  # literal subject when ?o is one
+        ast.TriplePattern(Var("s"), Var("p"), Var("o")),  # ?p unbound in one solution
+    ]
     s, o = ox.NamedNode(EX + "s"), ox.Literal("1", datatype=ox.NamedNode(XSD_INTEGER))
-    triples = template.instantiate([{"s": s, "o": o}, {"s": s, "o": o, "p": ox.NamedNode(EX + "p")}, {"s": s, "o": o, "p": ox.NamedNode(EX + "p")}])
+    with_p = {"s": s, "o": o, "p": ox.NamedNode(EX + "p")}
+    triples = instantiate(template, [{"s": s, "o": o}, with_p, dict(with_p)])
     blank_nodes = {t.object for t in triples if isinstance(t.object, ox.BlankNode)}
     assert len(blank_nodes) == 3  # fresh per solution
     assert {t.subject for t in triples if isinstance(t.subject, ox.BlankNode)} == blank_nodes
     assert ox.Triple(s, ox.NamedNode(EX + "p"), o) in triples
     assert sum(t.predicate == ox.NamedNode(EX + "r") for t in triples) == 0
     assert len(triples) == 3 + 3 + 1  # the repeated ground triple appears once
-
-
-def test_construct_doctest():
-    assert doctest.testmod(construct).failed == 0
 
 
 # ---- a whole pipeline against recomputation -----------------------------------------------------

@@ -11,7 +11,7 @@ whichever of them a slice keeps, the slice's rows are the same.
 ``break_ties(pattern)`` writes that order into the algebra: each ``ORDER BY`` right under a
 projection gets the tie-break conditions appended, and each ``LIMIT``/``OFFSET`` over a
 projection without ``ORDER BY`` gets an ``ORDER BY`` of the tie-break alone. The recompute
-evaluator and the static caches run that algebra; the incremental operators (``operators.topk``)
+evaluator and the static caches run that algebra; the incremental operators (``operators._topk`` and its twin)
 compute the same order themselves.
 """
 

@@ -3,10 +3,9 @@
 Nine operators are compiled with Cython (``_*.pyx``, with the join's indexes in ``_indexes.pyx``)
 and have a pure-Python twin in the ``reference/`` module of the same name (same constructor, same
 output deltas; the property tests compare the two). What a pair shares lives once in ``shared/``,
-imported by both sides. The engine takes the operators
-from here: the compiled ones, or the twins under ``CQELS_PURE_PYTHON=1`` (``runtime.compiled``);
-``COMPILED`` says which. The other operators (filter, extend, order, path, static cache, ...) have
-one implementation, in their own modules.
+imported by both sides. The engine takes these operators from here: the compiled ones, or the twins
+under ``CQELS_PURE_PYTHON=1`` (``runtime.compiled``); ``COMPILED`` says which. The other operators
+(filter, extend, order, path window, static cache) have one implementation, in their own modules.
 """
 
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python

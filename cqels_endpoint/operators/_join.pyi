@@ -1,25 +1,12 @@
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
+from cqels_endpoint.operators.shared.join import WindowBufferBase
 
-class WindowBuffer(Operator):
-    arity: int
-    expired: int
-    rejected: int
-    def __init__(
-        self,
-        pattern: Sequence[str | None],
-        label: str = "",
-        on_release: Callable[[tuple[int, int, int]], None] | None = None,
-    ) -> None: ...
+class WindowBuffer(WindowBufferBase):
     def insert(self, seq: int, ids: tuple[int, int, int]) -> None: ...
     def expire(self, seq: int) -> None: ...
-    def on_batch(self, port: int, deltas: list[Delta]) -> None: ...
-    def on_punctuation(self, tau: int) -> None: ...
-    def close(self) -> None: ...
-    def __len__(self) -> int: ...
-    def counters(self) -> dict[str, Any]: ...
 
 class MultiwayJoin(Operator):
     input_schemas: tuple[tuple[str, ...], ...]

@@ -5,8 +5,9 @@ same output order and counters; read the reference for the semantics.
 The join's state lives in :class:`_JoinCore` (a cdef class): the partial mapping being extended is
 a pair of C vectors (values, bound flags), the remaining inputs a bit mask, and each join column is
 indexed by the compiled :class:`RingIndex` (C++ hash map of buckets) probed through its C API.
-The operators themselves stay Python subclasses of ``base.Operator`` so the punctuation barrier
-and the counters are shared with every other operator.
+The operators themselves stay Python subclasses of ``base.Operator`` (the window buffer of
+``shared.join.WindowBufferBase``, its twin's base) so the punctuation barrier and the counters are
+shared with every other operator.
 """
 
 from collections import Counter
@@ -18,7 +19,8 @@ from cqels_endpoint.operators._indexes cimport RingIndex
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.shared.schemas import join_schema, pattern_schema
+from cqels_endpoint.operators.shared.join import WindowBufferBase
+from cqels_endpoint.operators.shared.schemas import join_schema
 
 _MAX_INPUTS = 64  # the remaining inputs are a 64-bit mask
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__ (2× faster)
@@ -286,27 +288,8 @@ class MultiwayJoin(Operator):
         }
 
 
-class WindowBuffer(Operator):
+class WindowBuffer(WindowBufferBase):
     """Compiled twin of :class:`cqels_endpoint.operators.reference.join.WindowBuffer`."""
-
-    arity = 0
-
-    def __init__(self, pattern, label="", on_release=None):
-        if len(pattern) != 3:
-            msg = f"a window buffer needs a triple pattern of 3 positions, got {len(pattern)}"
-            raise ValueError(msg)
-        schema = pattern_schema(pattern)
-        super().__init__(schema, label or "buffer")
-        self._columns = tuple(
-            tuple(position for position, name in enumerate(pattern) if name == column) for column in schema
-        )
-        self._triples = {}
-        self._pending = []
-        self._released = []
-        self._releasing = []
-        self._on_release = on_release
-        self.expired = 0
-        self.rejected = 0
 
     def _row(self, tuple ids):
         cdef tuple positions
@@ -345,30 +328,3 @@ class WindowBuffer(Operator):
         self._pending.append(_new_tuple(Delta, (self._row(ids), -1, (seq,))))
         if self._on_release is not None:
             self._released.append(ids)
-
-    def on_batch(self, port, deltas):
-        msg = f"{self.label} is a source: feed it with insert()/expire()"
-        raise OperatorError(msg)
-
-    def on_punctuation(self, tau):
-        pending, self._pending = self._pending, []
-        self.emit(pending)
-        Operator.on_punctuation(self, tau)
-        # Release what expired a tick ago: the -1 rows of the tick just closed may still be decoded.
-        releasing, self._releasing, self._released = self._releasing, self._released, []
-        if self._on_release is not None:
-            for ids in releasing:
-                self._on_release(ids)
-
-    def close(self):
-        """Release every triple still held (the query is unregistered)."""
-        if self._on_release is not None:
-            for ids in [*self._releasing, *self._released, *self._triples.values()]:
-                self._on_release(ids)
-        self._releasing, self._released, self._triples, self._pending = [], [], {}, []
-
-    def __len__(self):
-        return len(self._triples)
-
-    def counters(self):
-        return {**Operator.counters(self), "size": len(self._triples), "expired": self.expired}

@@ -14,7 +14,7 @@ from cqels_endpoint.runtime.encoding import TermDictionary
 class TermDecoder:
     """``decode(id)`` through a bounded per-id cache in front of a :class:`TermDictionary`."""
 
-    __slots__ = ("dictionary", "_cache", "_capacity", "hits", "misses")
+    __slots__ = ("_cache", "_capacity", "dictionary", "hits", "misses")
 
     def __init__(self, dictionary: TermDictionary, capacity: int = 1 << 16) -> None:
         self.dictionary = dictionary
@@ -44,7 +44,7 @@ class DecodedRow(Mapping):
     id. An unbound variable (None) reads as absent.
     """
 
-    __slots__ = ("_positions", "_row", "_decoder", "_terms")
+    __slots__ = ("_decoder", "_positions", "_row", "_terms")
 
     def __init__(self, positions: Mapping[str, int], row: Sequence, decoder: TermDecoder) -> None:
         self._positions = positions

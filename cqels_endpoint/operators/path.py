@@ -37,8 +37,8 @@ from cqels_endpoint.operators.base import Delta, Source
 from cqels_endpoint.operators.shared.schemas import pattern_schema
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.paths import TripleGraph, compile_path, path_pairs
-from cqels_endpoint.terms import BlankNode, Var
 from cqels_endpoint.static_store.convert import constant_term
+from cqels_endpoint.terms import BlankNode, Var
 
 
 class PathWindowBase(Source):

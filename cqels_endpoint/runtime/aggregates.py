@@ -1,6 +1,6 @@
 """SPARQL 1.1 aggregate semantics (§18.5) on values already extracted from a group's solutions.
 
-Both aggregation operators — the incremental one (``operators.aggregate``) and its recomputing
+Both aggregation operators — the incremental one (``operators._aggregate``) and its recomputing
 twin (``operators.reference.aggregate``) — reduce a group to, per aggregate, the multiset of its
 argument values that evaluated without error (sorted by :func:`value_key`; a set for DISTINCT)
 plus the number of arguments that raised an error or were unbound. :func:`finish` turns that into

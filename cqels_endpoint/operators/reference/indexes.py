@@ -2,7 +2,7 @@
 
 Read this file for the semantics; the compiled module mirrors it line for line with C++
 containers, and tests/test_indexes.py drives both with random operation sequences and compares
-every answer. ``CQELS_PURE_PYTHON=1`` makes ``cqels_endpoint.operators.indexes`` export these.
+every answer. The twin of the multiway join (``reference/join.py``) indexes its inputs with these.
 
 Keys and entries are signed 64-bit integers (term ids, row handles, ``key_of`` hashes); anything
 outside that range raises ``OverflowError`` as the compiled version's C conversion does.
@@ -56,7 +56,7 @@ def key_of(ids: Sequence[int]) -> int:
 class _Bucket:
     """The entries of one key, oldest first, with dead marks; ``head`` skips the dead prefix."""
 
-    __slots__ = ("entries", "dead", "head", "live", "dead_count")
+    __slots__ = ("dead", "dead_count", "entries", "head", "live")
 
     def __init__(self) -> None:
         self.entries: list[int] = []

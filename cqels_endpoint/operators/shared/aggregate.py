@@ -32,7 +32,7 @@ from cqels_endpoint.runtime.expressions import ExpressionError, compile_expressi
 class AggregateSpec:
     """One compiled aggregate: its name, DISTINCT, separator and argument (None for ``COUNT(*)``)."""
 
-    __slots__ = ("name", "distinct", "separator", "star", "argument", "ordered")
+    __slots__ = ("argument", "distinct", "name", "ordered", "separator", "star")
 
     def __init__(self, aggregate: ast.Aggregate, **context: Any) -> None:
         if aggregate.name not in AGGREGATES:
