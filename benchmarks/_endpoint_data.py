@@ -38,10 +38,11 @@ TRIPLES_PER_PRODUCT = 45  # about: 7 product triples, 4 offers of 6, 2.5 reviews
 FOCUS_OFFERS = 4
 FOCUS_REVIEWS = 3
 COUNTRIES = ("US", "GB", "DE", "FR", "JP", "CN", "RU", "ES", "AT", "KR")
-WORDS = (
-    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar "
-    "papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber birch cedar dune"
-).split()
+WORDS = [
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+    "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
+    "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "amber", "birch", "cedar", "dune",
+]
 DATES = [(date(2024, 1, 1) + timedelta(days=d)).isoformat() for d in range(730)]
 
 

@@ -37,9 +37,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from engine import machine
+
 from cqels_endpoint import Engine
 from cqels_endpoint.spark import cache_engine
-from engine import machine
 from cqels_endpoint.static_store import StaticStore
 
 LV = "http://deri.org/floorplan/"

@@ -29,12 +29,13 @@ import sys
 import time
 from pathlib import Path
 
-from cqels_endpoint import Engine
 from engine import machine, p99
+
+from cqels_endpoint import Engine
 
 # The trip reader and the RDF mapping are the tests' (one reader for the sample).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from debs import PREDICATES, SAMPLE, trip_events  # noqa: E402
+from debs import PREDICATES, SAMPLE, trip_events
 
 QUERIES = Path(__file__).resolve().parents[1] / "examples" / "queries"
 FILES = {"q1": QUERIES / "debs-q1-frequent-routes.rq", "q2": QUERIES / "debs-q2-profitable-areas.rq"}

@@ -51,9 +51,8 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 from string import Template
 
-import pyoxigraph
-
 import _endpoint_data as data
+import pyoxigraph
 
 HERE = Path(__file__).resolve().parent
 OXIGRAPH_VERSION = "0.5.13"
@@ -796,8 +795,8 @@ def report(results: dict[int, dict], args, command: str, oxigraph_version: str, 
         "ignored); \"rows\" is Oxigraph's count.",
     ]
     for triples, r in results.items():
-        lines += ["", f"## {triples:,} triples: queries (ms)", ""] + query_table(r)
-    lines += [""] + phase_tables(results, args)
+        lines += ["", f"## {triples:,} triples: queries (ms)", "", *query_table(r)]
+    lines += ["", *phase_tables(results, args)]
     largest = max(results)
     if any("timeout" in results[largest][name] for name in SERVERS):
         lines += timeout_table(results[largest], largest, oxigraph_has_timeout)

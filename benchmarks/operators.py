@@ -39,7 +39,8 @@ import pyoxigraph as ox
 from cqels_endpoint import parse_query
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
-from cqels_endpoint.operators import _aggregate, _distinct, _join as compiled, _negation, _optional, _topk, _union
+from cqels_endpoint.operators import _aggregate, _distinct, _negation, _optional, _topk, _union
+from cqels_endpoint.operators import _join as compiled
 from cqels_endpoint.operators.base import Delta, Operator
 from cqels_endpoint.operators.decoding import TermDecoder
 from cqels_endpoint.operators.reference import aggregate as twin_aggregate
@@ -236,7 +237,7 @@ def stateful_round(make, workload: list[tuple[int, tuple]], window: int) -> tupl
         if len(held[port]) > window:
             old_row, old_seq = held[port].pop(0)
             operator.on_batch(port, [Delta(old_row, -1, (old_seq,))])
-        for port in ports:
+        for _port in ports:
             operator.on_punctuation(seq)
     return time.perf_counter() - start, top.inputs_seen
 

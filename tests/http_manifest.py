@@ -22,7 +22,6 @@ from http import HTTPStatus
 from urllib.parse import urlsplit
 
 import pyoxigraph as ox
-
 from w3c import MF, W3CTest, graph_refs, objects, one, rdf_list
 
 HT = "http://www.w3.org/2011/http#"

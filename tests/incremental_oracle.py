@@ -27,11 +27,11 @@ import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, note, settings
 from hypothesis.control import current_build_context
+from known_failures import ORACLE_DEVIATIONS
 
 from cqels_endpoint import Engine
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.errors import CqelsError
-from known_failures import ORACLE_DEVIATIONS
 from cqels_endpoint.static_store import StaticStore
 
 R2S = ("ISTREAM", "RSTREAM", "DSTREAM")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import defaultdict
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cqels_endpoint"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pyoxigraph as ox
 import pytest
-
 from sparql_results import (
     Boolean,
     Graph,

@@ -49,7 +49,10 @@ def test_list_streams_merge_by_time_stably():
 
 
 def test_tuples_and_arrival_times_from_the_manual_clock():
-    events = [("urn:cqels:test:stream", 4, '<urn:cqels:test:a> <urn:cqels:test:at> "4" .'), Push("urn:cqels:test:stream", None, '<urn:cqels:test:b> <urn:cqels:test:at> "x" .')]
+    events = [
+        ("urn:cqels:test:stream", 4, '<urn:cqels:test:a> <urn:cqels:test:at> "4" .'),
+        Push("urn:cqels:test:stream", None, '<urn:cqels:test:b> <urn:cqels:test:at> "x" .'),
+    ]
     # The push without a time is stamped with the manual clock, which reads the last time seen.
     assert seen(run(window_query("[RANGE 1ms]"), events, r2s="RSTREAM")) == [(4, "a"), (4, "ab")]
 

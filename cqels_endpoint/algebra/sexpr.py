@@ -40,7 +40,7 @@ from cqels_endpoint.terms import (
 class _List:
     """One parenthesised S-expression; items from ``block_from`` on go on lines of their own."""
 
-    __slots__ = ("items", "block_from", "_breaks")
+    __slots__ = ("_breaks", "block_from", "items")
 
     def __init__(self, items: Iterable[object], block_from: int | None = None):
         self.items = list(items)
@@ -116,9 +116,12 @@ class Printer:
         return f"<{value}>"
 
     def literal(self, literal: Literal) -> str:
-        if literal.language is None and literal.datatype in _SHORT_LITERALS:
-            if _SHORT_LITERALS[literal.datatype].fullmatch(literal.value):
-                return literal.value
+        if (
+            literal.language is None
+            and literal.datatype in _SHORT_LITERALS
+            and _SHORT_LITERALS[literal.datatype].fullmatch(literal.value)
+        ):
+            return literal.value
         if literal.language is None and literal.datatype == XSD_BOOLEAN and literal.value in ("true", "false"):
             return literal.value
         text = '"' + "".join(_ESCAPES.get(c, c) for c in literal.value) + '"'

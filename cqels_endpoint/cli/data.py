@@ -202,8 +202,8 @@ def _replay(args: argparse.Namespace) -> int:
     from itertools import islice
 
     from cqels_endpoint.cli.client import stream_path
-    from cqels_endpoint.http.streams import NDJSON
     from cqels_endpoint.cli.replay import MAPPINGS, MappingError, paced
+    from cqels_endpoint.http.streams import NDJSON
 
     mapping = MAPPINGS[args.mapping]
     stream = args.stream or mapping.stream

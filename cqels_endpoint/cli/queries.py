@@ -32,8 +32,8 @@ def add_explain(commands) -> None:
 
 def _explain(args: argparse.Namespace) -> int:
     from cqels_endpoint import parse_query
-    from cqels_endpoint.plan.explain import explain_query
     from cqels_endpoint.algebra.passes import PASSES
+    from cqels_endpoint.plan.explain import explain_query
 
     rules = []
     for name in filter(None, (part.strip() for part in args.passes.split(","))):

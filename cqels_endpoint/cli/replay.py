@@ -4,8 +4,10 @@
 taxi trips written down in ``examples/data/debs2015/README.md``: one event per CSV row on
 ``<http://debs2015.org/streams/trips>`` at its drop-off time, subject ``:trip<line number>``.
 
->>> row = "07290D3599E7A0D62097A346EFCC1FB5,E7750A37CAB07D0DFF0AF7E3573AC141,2013-01-01 00:00:00,2013-01-01 00:02:00,120,0.44,-73.956528,40.716976,-73.962440,40.715008,CSH,3.50,0.50,0.50,0.00,0.00,4.50"
->>> event = _debs_event(1, row.split(","), predicates=("taxi", "tip"))
+>>> row = ["07290D3599E7A0D62097A346EFCC1FB5", "E7750A37CAB07D0DFF0AF7E3573AC141", "2013-01-01 00:00:00",
+...        "2013-01-01 00:02:00", "120", "0.44", "-73.956528", "40.716976", "-73.962440", "40.715008", "CSH",
+...        "3.50", "0.50", "0.50", "0.00", "0.00", "4.50"]
+>>> event = _debs_event(1, row, predicates=("taxi", "tip"))
 >>> event.line, event.time
 (1, 1356998520000)
 >>> print(event.data)  # doctest: +ELLIPSIS

@@ -9,8 +9,16 @@ from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, opt
 
 
 def add_serve(commands) -> None:
-    from cqels_endpoint.config import CACHE_ENGINES, DEFAULT_CACHE_ENGINE, DEFAULT_DATA_DIR, DEFAULT_HOST
-    from cqels_endpoint.config import DEFAULT_MAX_BODY_MB, DEFAULT_PORT, DEFAULT_QUERY_TIMEOUT, DEFAULT_REBUILD_DEBOUNCE_MS
+    from cqels_endpoint.config import (
+        CACHE_ENGINES,
+        DEFAULT_CACHE_ENGINE,
+        DEFAULT_DATA_DIR,
+        DEFAULT_HOST,
+        DEFAULT_MAX_BODY_MB,
+        DEFAULT_PORT,
+        DEFAULT_QUERY_TIMEOUT,
+        DEFAULT_REBUILD_DEBOUNCE_MS,
+    )
 
     serve = commands.add_parser(
         "serve",

@@ -14,15 +14,16 @@ from dataclasses import dataclass, field
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.emission import Emission, Row, instantiate
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
+from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.windows import RangeWindow, WindowConfig
 from cqels_endpoint.runtime.latency import LatencyHistogram
-from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.runtime.sharing import WindowReader
 from cqels_endpoint.runtime.streams import Event
 from cqels_endpoint.runtime.windows import CloseSchedule
 from cqels_endpoint.terms import IRI
+
 
 @dataclass(eq=False)
 class ContinuousQuery:

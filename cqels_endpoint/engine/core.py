@@ -45,7 +45,6 @@ from cqels_endpoint.algebra.passes import optimize
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.caches.engines import CacheBuild, CacheEngine
 from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
-from cqels_endpoint.spark import cache_engine as make_cache_engine
 from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
 from cqels_endpoint.engine.emission import Term
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
@@ -53,17 +52,17 @@ from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.engine.instances import GroupDriver, InstanceGroup, InstanceQuery
 from cqels_endpoint.engine.recompute import RecomputeEvaluator
 from cqels_endpoint.errors import ArgumentError, PlanError, SharingError, UnknownQueryError
+from cqels_endpoint.plan.patterns import StreamTriple, stream_triples
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.runtime.encoding import TermDictionary
-from cqels_endpoint.plan.patterns import StreamTriple, stream_triples
 from cqels_endpoint.runtime.sharing import SharedWindows
 from cqels_endpoint.runtime.streams import Event, Streams, to_millis, to_triples
+from cqels_endpoint.spark import cache_engine as make_cache_engine
 from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.static_store.store import StaticStore
 from cqels_endpoint.terms import IRI
-
 
 
 def wall_clock_ms() -> int:

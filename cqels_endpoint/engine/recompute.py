@@ -37,10 +37,10 @@ from cqels_endpoint.algebra.ties import break_ties
 from cqels_endpoint.algebra.to_sparql import to_sparql
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError
+from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
-from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.terms import IRI, Var
 
 Row = dict[str, ox.NamedNode | ox.BlankNode | ox.Literal]

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from flask import Flask, Response, jsonify
 
-from cqels_endpoint.spark import cache_engine
-from cqels_endpoint.spark.job import SparkCacheEngine
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.engine.registry import FILE_NAME as QUERIES_FILE
 from cqels_endpoint.http import fast, graph_store, metrics, queries, query, results, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
+from cqels_endpoint.spark import cache_engine
+from cqels_endpoint.spark.job import SparkCacheEngine
 from cqels_endpoint.static_store import StaticStore
 
 

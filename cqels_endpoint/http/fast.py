@@ -15,7 +15,7 @@ a token that does not match): Flask then handles the whole request with the rout
 error of the evaluation itself (a syntax error, a timeout) is handed to Flask with the request
 (``FAST_PATH_ERROR``), which raises it before any route runs: the JSON error is the app's own, and
 nothing is evaluated twice. The routes in ``query.py`` and ``update.py`` stay the definition of the
-protocol; ``tests/test_http_fast_path.py`` checks that both give the same answers.
+protocol; ``tests/http/test_http_fast_path.py`` checks that both give the same answers.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The registry itself (templates, instances, the ``queries.json`` file) is the eng
 | path | verbs | what |
 |---|---|---|
 | ``/queries`` | GET | every stored query: name, status, R2S, mode, parameters, instances, emissions |
-| ``/queries/{name}`` | PUT | store and start a query: body ``application/sparql-query``, ``?r2s=``, ``?mode=``, ``?parameter=`` (repeatable); 201, 409 if taken |
+| ``/queries/{name}`` | PUT | store and start a query (``application/sparql-query``; ``?r2s=``, ``?mode=``, ``?parameter=``…); 201, 409 if taken |
 | ``/queries/{name}`` | GET | its text, R2S, mode, status, parameters, instances, ``explain`` with counters, emission counts |
 | ``/queries/{name}`` | DELETE | stop it and every instance; 204 |
 | ``/queries/{name}/instances`` | POST | instances of a template (below); 201 |

@@ -10,6 +10,7 @@ b'hi'
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -160,10 +161,8 @@ def serve(
     try:
         if on_listen is not None:
             on_listen(_base_url(server))
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             server.run()
-        except KeyboardInterrupt:
-            pass
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.task_dispatcher.shutdown()

@@ -18,6 +18,7 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.terms import Var
 
+
 def cache_sparql(query: n.AlgebraQuery, cache: StaticCache) -> str:
     """The SELECT whose solutions are the cached mappings of ``cache``."""
     static_datasets = tuple(d for d in query.datasets if isinstance(d, ast.DatasetClause))

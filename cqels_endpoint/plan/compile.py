@@ -61,10 +61,10 @@ from cqels_endpoint.plan.nodes import (
     TopKNode,
     UnionNode,
 )
+from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.ast import BuiltinCall
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.terms import IRI, BlankNode, Var
 
 INSTANCE = n.INSTANCE.name

@@ -17,7 +17,6 @@ from cqels_endpoint.algebra import explain as logical
 from cqels_endpoint.algebra.nodes import AlgebraQuery
 from cqels_endpoint.algebra.passes import RULES
 from cqels_endpoint.algebra.passes.split_static import streams_and_caches
-from cqels_endpoint.query import ast
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.nodes import (
@@ -38,6 +37,7 @@ from cqels_endpoint.plan.nodes import (
     TopKNode,
     UnionNode,
 )
+from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import write_expression as _write_expression
 from cqels_endpoint.query.serialize import write_path, write_term
 from cqels_endpoint.query.windows import format_window

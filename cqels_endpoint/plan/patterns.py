@@ -32,8 +32,8 @@ from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import WindowConfig
-from cqels_endpoint.terms import IRI, BlankNode, Var
 from cqels_endpoint.static_store.convert import constant_term
+from cqels_endpoint.terms import IRI, BlankNode, Var
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from cqels_endpoint.query._lexical import Source, unescape_local_name, unescape_
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow
 from cqels_endpoint.terms import (
+    IRI,
     RDF_FIRST,
     RDF_NIL,
     RDF_REST,
@@ -39,7 +40,6 @@ from cqels_endpoint.terms import (
     XSD_DOUBLE,
     XSD_INTEGER,
     XSD_STRING,
-    IRI,
     BlankNode,
     Literal,
     Var,

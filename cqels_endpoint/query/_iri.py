@@ -55,9 +55,7 @@ def _remove_dot_segments(path: str) -> str:
     while path:
         if path.startswith("../"):
             path = path[3:]
-        elif path.startswith("./"):
-            path = path[2:]
-        elif path.startswith("/./"):
+        elif path.startswith("./") or path.startswith("/./"):
             path = path[2:]
         elif path == "/.":
             path = "/"

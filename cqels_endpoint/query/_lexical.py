@@ -97,7 +97,7 @@ class Source:
     search per span), since a parse makes thousands of spans.
     """
 
-    __slots__ = ("original", "text", "origin", "_line_starts")
+    __slots__ = ("_line_starts", "origin", "original", "text")
 
     def __init__(self, original: str):
         self.original = original

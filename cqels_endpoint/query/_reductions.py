@@ -25,7 +25,7 @@ _CURRENT = threading.local()
 class Built:
     """A reduced rule on lark's value stack: the handler's result and the rule's offsets."""
 
-    __slots__ = ("value", "start", "end")
+    __slots__ = ("end", "start", "value")
 
     def __init__(self, value, start: int | None, end: int | None):
         self.value = value
@@ -44,7 +44,7 @@ def unwrap(value):
     return value.value if isinstance(value, Built) else value
 
 
-class building:
+class Building:
     """Context manager making ``builder`` the target of the callbacks in this thread."""
 
     def __init__(self, builder: object):

@@ -118,7 +118,7 @@ def _unexpected(
     if bases == {"DURATION"} and word_start == start and unmangled(token_type or "") in _NUMBERS:
         number = found
         return source.error(f"window size needs a unit, e.g. {number}s or {number}ms", start, end)
-    if _WINDOW_KEYWORDS <= bases or (bases == {"DURATION"} and word_start < start and _opens_window(text, word_start)):
+    if bases >= _WINDOW_KEYWORDS or (bases == {"DURATION"} and word_start < start and _opens_window(text, word_start)):
         word_end = _word_end(text, word_start)
         word = text[word_start:word_end] or text[word_start : word_start + 1]
         msg = (

@@ -28,7 +28,7 @@ from cqels_endpoint.errors import QuerySyntaxError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query._builder import AstBuilder
 from cqels_endpoint.query._lexical import Source
-from cqels_endpoint.query._reductions import building, install, unwrap
+from cqels_endpoint.query._reductions import Building, install, unwrap
 from cqels_endpoint.query._syntax_errors import describe_terminals, syntax_error, unmangled
 from cqels_endpoint.query.checks import check_query, check_update
 
@@ -103,7 +103,7 @@ def _parse(text: str, start: str, base_iri: str | None, allow_streams: bool):
     source = Source(text)
     builder = AstBuilder(source, base_iri, allow_streams=allow_streams)
     try:
-        with building(builder), _depth_guard(text):
+        with Building(builder), _depth_guard(text):
             return unwrap(lark.parse(source.text, start=start))
     except UnexpectedInput as error:
         raise syntax_error(error, source, _GRAMMAR.described) from None

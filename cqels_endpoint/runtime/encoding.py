@@ -43,7 +43,7 @@ reference (``None`` if it has none), for probing with a query constant.
 ``inline_id``/``decode_inline`` are compiled (``_encoding.pyx``: 3–10× faster to encode, 1.5–5×
 to decode) unless ``CQELS_PURE_PYTHON=1`` selects ``inline_id_python``/``decode_inline_python``,
 the reference versions below; ``COMPILED`` says which. Both give the same ids and forms
-(tests/test_encoding.py checks it).
+(tests/runtime/test_encoding.py checks it).
 
 One dictionary per Engine, shared by its static caches and streams. It is not thread-safe: the
 engine serialises pushes, advances and registrations.
@@ -215,7 +215,7 @@ def _inline_datetime(lexical: str) -> int | None:
         return None
     year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
     fraction, zone = match.group(7), match.group(8)
-    if not (1 <= year and 1 <= month <= 12 and 1 <= day <= _days_in_month(year, month)):
+    if not (year >= 1 and 1 <= month <= 12 and 1 <= day <= _days_in_month(year, month)):
         return None
     if hour > 23 or minute > 59 or second > 59:
         return None
@@ -342,7 +342,7 @@ _KINDS: dict[type, TermKind] = {
 class TermDictionary:
     """Term ↔ id for one engine, with reference-counted entries (see the module docstring)."""
 
-    __slots__ = ("_ids", "_terms", "_refs", "_next_serial")
+    __slots__ = ("_ids", "_next_serial", "_refs", "_terms")
 
     def __init__(self) -> None:
         self._ids: dict[Term, int] = {}

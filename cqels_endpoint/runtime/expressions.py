@@ -45,7 +45,7 @@ from cqels_endpoint.runtime.functions import (
     ExpressionError,
     effective_boolean_value,
 )
-from cqels_endpoint.terms import IRI as AstIRI
+from cqels_endpoint.terms import IRI as AstIRI  # noqa: N811 (pyoxigraph's IRI class is NamedNode here)
 from cqels_endpoint.terms import Literal as AstLiteral
 from cqels_endpoint.terms import Var
 

@@ -44,8 +44,8 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.spark.export import DEFAULT_GRAPH, Snapshot, export_snapshot, parse_term
 from cqels_endpoint.spark.session import SparkSessionHolder
-from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
 from cqels_endpoint.static_store.convert import constant_term
+from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
 
 log = logging.getLogger("cqels_endpoint.caches")
 
@@ -91,7 +91,7 @@ class SparkCacheEngine:
         finally:
             snapshot.close()
         log.debug("spark cache %s: %d rows in %.3f s", cache.id, len(rows), time.perf_counter() - started)
-        notes = (f"Spark job over {snapshot.quad_count} quads",) + tuple(dict.fromkeys(translator.notes))
+        notes = (f"Spark job over {snapshot.quad_count} quads", *tuple(dict.fromkeys(translator.notes)))
         return CacheBuild(rows, self.name, notes)
 
     def close(self) -> None:
@@ -133,7 +133,7 @@ class _Translator:
     """Turns one sub-pattern into a DataFrame over one snapshot."""
 
     def __init__(self, spark, snapshot: Snapshot, base_iri: str | None):
-        from pyspark.sql import functions as F  # noqa: N812 (the pyspark convention)
+        from pyspark.sql import functions as F
 
         self.F = F
         self.spark = spark

@@ -21,8 +21,8 @@ True
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 _TOKENS = re.compile(
     r"""
@@ -154,7 +154,7 @@ def update_shape(text: str) -> UpdateShape:
                 deletes.append(previous[1:])
         elif kind == "name" and value in ("INSERT", "DELETE"):
             pass  # decided by the next token
-        elif kind == "name" and value in ("PREFIX", "BASE") or kind == "iri" or value == ";":
+        elif (kind == "name" and value in ("PREFIX", "BASE")) or kind == "iri" or value == ";":
             pass
         elif kind == "name" and value.endswith(":") and previous is not None and previous[0] == "PREFIX":
             pass  # the prefix a PREFIX declaration names

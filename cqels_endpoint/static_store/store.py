@@ -34,9 +34,8 @@ from typing import TypeVar
 
 import pyoxigraph as ox
 
-from cqels_endpoint.query.parser import parse_query, parse_update
 from cqels_endpoint.errors import EndpointError, GraphNotFound, StoreError
-from cqels_endpoint.query import ast
+from cqels_endpoint.query.parser import parse_query, parse_update
 from cqels_endpoint.static_store.checks import check_request, evaluation_error
 from cqels_endpoint.static_store.convert import GraphTerm, graph_name, graph_term
 from cqels_endpoint.static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes

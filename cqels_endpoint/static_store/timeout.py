@@ -31,6 +31,7 @@ Fork cost, measured on the development machine (2 cores) for ``ASK { ?s ?p ?o }`
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -199,10 +200,8 @@ def _deadlocked(pid: int) -> bool:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     os.waitpid(pid, 0)  # reap it: no zombie left behind
 
 

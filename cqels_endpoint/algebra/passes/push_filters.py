@@ -57,10 +57,7 @@ def conjuncts(expr: n.Expression) -> list[n.Expression]:
 
 
 def _movable(expr: n.Expression) -> bool:
-    for node in walk(expr):
-        if isinstance(node, ast.BuiltinCall) and node.name in (_UNBOUND_SENSITIVE | _NON_DETERMINISTIC):
-            return False
-    return True
+    return all(not (isinstance(node, ast.BuiltinCall) and node.name in _UNBOUND_SENSITIVE | _NON_DETERMINISTIC) for node in walk(expr))
 
 
 def _filter(exprs: list[n.Expression] | tuple[n.Expression, ...], pattern: n.Pattern, span=None) -> n.Pattern:

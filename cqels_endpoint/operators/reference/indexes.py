@@ -1,7 +1,7 @@
 """Pure-Python twin of ``operators/_indexes.pyx``: the same behaviour, plain lists and dicts.
 
 Read this file for the semantics; the compiled module mirrors it line for line with C++
-containers, and tests/test_indexes.py drives both with random operation sequences and compares
+containers, and tests/operators/test_indexes.py drives both with random operation sequences and compares
 every answer. The twin of the multiway join (``reference/join.py``) indexes its inputs with these.
 
 Keys and entries are signed 64-bit integers (term ids, row handles, ``key_of`` hashes); anything

@@ -4,7 +4,7 @@ The compiled operator keeps the rows sorted and tracks an influence region; this
 rows by lineage, unsorted, and at the end of every tick with input deltas sorts all of them (keys
 computed afresh) and takes the slice. The order key and the emission of the slice are
 ``shared.topk.TopKBase``'s, so the two differ exactly in how the slice is found;
-tests/test_topk_operator.py compares them tick by tick.
+tests/operators/test_topk_operator.py compares them tick by tick.
 """
 
 from __future__ import annotations

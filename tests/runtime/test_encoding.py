@@ -1,0 +1,349 @@
+"""Term ids: every term round-trips exactly, canonical values are inlined, entries are reference-counted."""
+
+import doctest
+from datetime import datetime, timezone
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cqels_endpoint.runtime import _encoding, encoding
+from cqels_endpoint.runtime.compiled import use_pure_python
+from cqels_endpoint.runtime.encoding import (
+    XSD,
+    InlineType,
+    TermDictionary,
+    TermKind,
+    decode_inline,
+    decode_inline_python,
+    inline_id,
+    inline_id_python,
+    is_inline,
+)
+from cqels_endpoint.terms import IRI
+
+
+def typed(lexical: str, datatype: str) -> ox.Literal:
+    return ox.Literal(lexical, datatype=ox.NamedNode(XSD + datatype))
+
+
+def canonical_datetime(moment: datetime) -> str:
+    """XSD's canonical form of a naive datetime, at millisecond precision, without timezone."""
+    millis = moment.microsecond // 1000
+    fraction = f".{millis:03d}".rstrip("0") if millis else ""
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}{fraction}"
+    )
+
+
+INTEGER_TYPES = [
+    "integer", "long", "int", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte",
+]  # fmt: skip
+
+# --- strategies --------------------------------------------------------------------------------
+
+iris = st.text(
+    st.sampled_from("abcxyzABC0129-._~/é中"), max_size=12
+).map(lambda path: ox.NamedNode("http://example.org/" + path))
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+simple_literals = texts.map(ox.Literal)
+language_literals = st.builds(
+    lambda text, tag: ox.Literal(text, language=tag),
+    texts,
+    st.sampled_from(["en", "EN-GB", "en-us", "fr", "de-CH-1901", "zh-Hant-TW", "sgn-BE-FR"]),
+)
+blank_nodes = st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,10}", fullmatch=True).map(ox.BlankNode)
+
+# Lexical forms of every shape, canonical or not, valid or not: the encoder must inline the right
+# ones and keep every one exact.
+integer_forms = st.one_of(
+    st.integers(-(1 << 60), 1 << 60).map(str),
+    st.from_regex(r"[+-]?[0-9]{1,20}", fullmatch=True),
+    st.sampled_from(["-0", "+0", "00", " 1", "1_0", "١", ""]),
+)
+integer_literals = st.builds(typed, integer_forms, st.sampled_from(INTEGER_TYPES))
+boolean_literals = st.sampled_from(["true", "false", "1", "0", "TRUE", " true", ""]).map(
+    lambda lexical: typed(lexical, "boolean")
+)
+decimal_literals = st.one_of(
+    st.from_regex(r"[+-]?[0-9]{0,19}(\.[0-9]{0,17})?", fullmatch=True),
+    st.sampled_from(["-0.0", "-0", "0.0", "1.", ".5", "1.50", "1e3"]),
+).map(lambda lexical: typed(lexical, "decimal"))
+
+
+@st.composite
+def datetime_forms(draw) -> str:
+    year = draw(st.sampled_from([1, 1969, 1970, 2000, 2024, 4199, 4200, 9999]) | st.integers(1, 9999))
+    month = draw(st.integers(0, 13))
+    day = draw(st.integers(0, 31))
+    hour = draw(st.sampled_from([0, 23, 24]) | st.integers(0, 23))
+    minute, second = draw(st.integers(0, 60)), draw(st.integers(0, 60))
+    fraction = draw(st.sampled_from(["", ".5", ".50", ".05", ".123", ".1234", ".999", ".0", "."]))
+    zone = draw(
+        st.sampled_from(
+            ["", "Z", "+00:00", "-00:00", "+14:00", "-14:00", "+14:01", "+05:30", "-09:45", "+1:00"]
+        )
+    )
+    return f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{fraction}{zone}"
+
+
+datetime_literals = datetime_forms().map(lambda lexical: typed(lexical, "dateTime"))
+other_typed_literals = st.builds(
+    typed, texts, st.sampled_from(["double", "float", "string", "date", "time", "gYear"])
+)
+literals = st.one_of(
+    simple_literals, language_literals, integer_literals, boolean_literals, decimal_literals,
+    datetime_literals, other_typed_literals,
+)  # fmt: skip
+terms = st.one_of(iris, blank_nodes, literals)
+triples = st.builds(ox.Triple, iris | blank_nodes, iris, terms)
+
+# --- round trip --------------------------------------------------------------------------------
+
+
+@settings(max_examples=500)
+@given(st.lists(terms | triples, max_size=30))
+def test_every_term_round_trips_exactly_and_ids_are_injective(term_list):
+    dictionary = TermDictionary()
+    ids = dictionary.encode_many(term_list)
+    for term, term_id in zip(term_list, ids):
+        decoded = dictionary.decode(term_id)
+        assert decoded == term
+        assert type(decoded) is type(term)
+        if isinstance(term, ox.Literal):
+            assert decoded.value == term.value  # the exact lexical form
+            assert decoded.datatype == term.datatype and decoded.language == term.language
+        assert -(1 << 63) <= term_id < (1 << 63)
+    id_of = {}
+    for term, term_id in zip(term_list, ids):
+        assert id_of.setdefault(term, term_id) == term_id  # same term, same id
+    assert len(set(ids)) == len(id_of)  # different terms, different ids
+    assert dictionary.decode_row(ids) == tuple(term_list)
+    assert len(dictionary) == len({t for t, i in zip(term_list, ids) if not is_inline(i)})
+    dictionary.decref_many(ids)  # one reference per encode
+    assert len(dictionary) == 0
+
+
+# --- inlining ----------------------------------------------------------------------------------
+
+INTEGER_BOUNDS = {
+    "integer": (None, None), "long": (-(1 << 63), (1 << 63) - 1), "int": (-(1 << 31), (1 << 31) - 1),
+    "short": (-(1 << 15), (1 << 15) - 1), "byte": (-128, 127), "nonNegativeInteger": (0, None),
+    "positiveInteger": (1, None), "nonPositiveInteger": (None, 0), "negativeInteger": (None, -1),
+    "unsignedLong": (0, None), "unsignedInt": (0, (1 << 32) - 1), "unsignedShort": (0, 65535),
+    "unsignedByte": (0, 255),
+}  # fmt: skip
+
+
+@st.composite
+def canonical_integers(draw) -> ox.Literal:
+    datatype = draw(st.sampled_from(INTEGER_TYPES))
+    low, high = INTEGER_BOUNDS[datatype]
+    low = -(1 << 57) if low is None else max(low, -(1 << 57))
+    high = (1 << 57) - 1 if high is None else min(high, (1 << 57) - 1)
+    return typed(str(draw(st.integers(low, high))), datatype)
+
+
+@st.composite
+def canonical_datetimes(draw) -> ox.Literal:
+    moment = draw(st.datetimes(datetime(1, 1, 2), datetime(4199, 11, 1)))
+    offset = draw(st.none() | st.just("Z") | st.integers(-840, 840))
+    if offset is None or offset == "Z":
+        zone = offset or ""
+    elif offset == 0:
+        zone = "+00:00"
+    else:
+        zone = f"{'-' if offset < 0 else '+'}{abs(offset) // 60:02d}:{abs(offset) % 60:02d}"
+    return typed(canonical_datetime(moment) + zone, "dateTime")
+
+
+@st.composite
+def canonical_decimals(draw) -> ox.Literal:
+    unscaled = draw(st.integers(-(1 << 53), (1 << 53) - 1))
+    scale = draw(st.integers(0, 15))
+    digits = str(abs(unscaled)).rjust(scale + 1, "0")
+    if scale == 0:
+        return typed(str(unscaled), "decimal")
+    if unscaled == 0:
+        return typed("0." + "0" * scale, "decimal")
+    return typed(("-" if unscaled < 0 else "") + digits[:-scale] + "." + digits[-scale:], "decimal")
+
+
+canonical_literals = st.one_of(
+    canonical_integers(),
+    canonical_datetimes(),
+    canonical_decimals(),
+    st.sampled_from([typed("true", "boolean"), typed("false", "boolean")]),
+)
+
+
+@settings(max_examples=500)
+@given(canonical_literals)
+def test_canonical_values_are_inlined_without_touching_the_dictionary(literal):
+    dictionary = TermDictionary()
+    term_id = dictionary.encode(literal)
+    assert is_inline(term_id)
+    assert len(dictionary) == 0 and dictionary.refcount(term_id) == 0
+    assert dictionary.decode(term_id) == literal
+    assert decode_inline(term_id).value == literal.value
+    assert dictionary.lookup(literal) == term_id
+    dictionary.incref(term_id)
+    dictionary.decref(term_id)  # no-ops on inline ids
+    assert len(dictionary) == 0
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        typed("01", "integer"), typed("+1", "integer"), typed("-0", "integer"), typed(" 1", "integer"),
+        typed(str(1 << 57), "integer"), typed("300", "byte"), typed("-1", "nonNegativeInteger"),
+        typed("0", "positiveInteger"), typed("1", "boolean"), typed("0", "boolean"),
+        typed("TRUE", "boolean"), typed(".5", "decimal"), typed("1.", "decimal"),
+        typed("+1.5", "decimal"), typed("-0.0", "decimal"), typed("0.1234567890123456", "decimal"),
+        typed("2020-01-01T00:00:00.500Z", "dateTime"), typed("2020-01-01T24:00:00", "dateTime"),
+        typed("2020-01-01T00:00:00-00:00", "dateTime"), typed("2020-02-30T00:00:00", "dateTime"),
+        typed("2020-01-01T00:00:60Z", "dateTime"), typed("2020-01-01T00:00:00+14:30", "dateTime"),
+        typed("0000-01-01T00:00:00Z", "dateTime"), typed("9999-01-01T00:00:00Z", "dateTime"),
+        typed("2020-01-01T00:00:00.1234Z", "dateTime"), typed("42", "double"), ox.Literal("42"),
+    ],
+    ids=lambda literal: f"{literal.value}^^{literal.datatype.value.rsplit('#', 1)[-1]}",
+)
+def test_non_canonical_forms_go_through_the_dictionary(literal):
+    assert inline_id(literal) is None
+    dictionary = TermDictionary()
+    term_id = dictionary.encode(literal)
+    assert not is_inline(term_id) and len(dictionary) == 1
+    assert dictionary.kind(term_id) is TermKind.LITERAL
+    assert dictionary.decode(term_id).value == literal.value
+
+
+def test_type_bits_say_what_an_id_is():
+    dictionary = TermDictionary()
+    assert dictionary.kind(dictionary.encode(typed("5", "byte"))) is InlineType.BYTE
+    assert dictionary.kind(dictionary.encode(typed("5", "integer"))) is InlineType.INTEGER
+    assert dictionary.kind(dictionary.encode(typed("true", "boolean"))) is InlineType.BOOLEAN
+    assert dictionary.kind(dictionary.encode(typed("1.5", "decimal"))) is InlineType.DECIMAL
+    moment = typed("2020-01-01T00:00:00Z", "dateTime")
+    assert dictionary.kind(dictionary.encode(moment)) is InlineType.DATETIME
+    assert dictionary.kind(dictionary.encode(ox.NamedNode("http://e/x"))) is TermKind.IRI
+    assert dictionary.kind(dictionary.encode(ox.BlankNode("b"))) is TermKind.BLANK_NODE
+    triple = ox.Triple(ox.NamedNode("http://e/s"), ox.NamedNode("http://e/p"), ox.Literal("o"))
+    assert dictionary.kind(dictionary.encode(triple)) is TermKind.TRIPLE
+    # Same lexical form, different integer types: different terms, different ids.
+    assert dictionary.encode(typed("5", "byte")) != dictionary.encode(typed("5", "int"))
+    assert dictionary.encode(typed("1.5", "decimal")) != dictionary.encode(typed("1.50", "decimal"))
+
+
+@given(st.lists(st.integers(-(1 << 57), (1 << 57) - 1), min_size=2, max_size=10))
+def test_integer_ids_sort_as_their_values(values):
+    dictionary = TermDictionary()
+    ids = {value: dictionary.encode(typed(str(value), "integer")) for value in values}
+    assert sorted(ids, key=ids.get) == sorted(ids)
+
+
+@given(st.lists(st.datetimes(datetime(1, 1, 2), datetime(4199, 1, 1)), min_size=2, max_size=10))
+def test_utc_datetime_ids_sort_as_their_instants(moments):
+    dictionary = TermDictionary()
+    moments = [m.replace(microsecond=m.microsecond // 1000 * 1000) for m in moments]
+    ids = {}
+    for moment in moments:
+        ids[moment] = dictionary.encode(typed(canonical_datetime(moment) + "Z", "dateTime"))
+    assert sorted(ids, key=ids.get) == sorted(ids)
+
+
+def test_offset_datetimes_keep_their_timezone_and_instant():
+    dictionary = TermDictionary()
+    # The same instant written three ways: three terms, three ids, each decoding to its own form.
+    forms = ["2024-03-01T12:00:00Z", "2024-03-01T17:30:00+05:30", "2024-02-29T23:15:00-12:45"]
+    instants = {
+        datetime.fromisoformat(form.replace("Z", "+00:00")).astimezone(timezone.utc) for form in forms
+    }
+    assert len(instants) == 1
+    ids = [dictionary.encode(typed(form, "dateTime")) for form in forms]
+    assert len(set(ids)) == 3 and all(is_inline(i) for i in ids)
+    assert [dictionary.decode(i).value for i in ids] == forms
+    later = dictionary.encode(typed("2024-03-01T12:00:00.001Z", "dateTime"))
+    assert later > ids[0]
+
+
+# --- compiled codec == reference codec ----------------------------------------------------------
+
+
+def test_codec_follows_cqels_pure_python():
+    assert encoding.COMPILED is not use_pure_python()
+    assert (inline_id is inline_id_python) is use_pure_python()
+    assert (decode_inline is decode_inline_python) is use_pure_python()
+
+
+@settings(max_examples=1000)
+@given(literals | canonical_literals)
+def test_compiled_codec_matches_the_reference(literal):
+    term_id = _encoding.inline_id(literal)
+    assert term_id == inline_id_python(literal)
+    if term_id is not None:
+        assert _encoding.decode_inline(term_id) == decode_inline_python(term_id) == literal
+
+
+@pytest.mark.parametrize("codec", [_encoding.decode_inline, decode_inline_python], ids=["compiled", "python"])
+def test_decode_inline_refuses_dictionary_ids(codec):
+    dictionary = TermDictionary()
+    term_id = dictionary.encode(ox.NamedNode("http://e/x"))
+    with pytest.raises(ValueError, match="dictionary id"):
+        codec(term_id)
+    with pytest.raises(ValueError, match="no inline type"):
+        codec(-(1 << 63) | (31 << 58))
+
+
+# --- reference counts --------------------------------------------------------------------------
+
+
+def test_entries_are_released_when_the_last_reference_goes():
+    dictionary = TermDictionary()
+    iri = ox.NamedNode("http://example.org/sensor")
+    first = dictionary.encode(iri)
+    assert dictionary.encode(iri) == first and dictionary.refcount(first) == 2
+    dictionary.incref(first)
+    assert dictionary.refcount(first) == 3
+    assert dictionary.lookup(iri) == first and dictionary.refcount(first) == 3  # lookup takes none
+    dictionary.decref(first)
+    dictionary.decref(first)
+    assert dictionary.decode(first) == iri and iri in dictionary
+    dictionary.decref(first)
+    assert len(dictionary) == 0 and dictionary.refcount(first) == 0
+    assert iri not in dictionary and dictionary.lookup(iri) is None
+    with pytest.raises(KeyError, match="released"):
+        dictionary.decode(first)
+    with pytest.raises(KeyError):
+        dictionary.decref(first)
+    with pytest.raises(KeyError):
+        dictionary.incref(first)
+    again = dictionary.encode(iri)
+    assert again != first  # serial numbers are never reused
+    assert dictionary.decode(again) == iri
+
+
+def test_shared_terms_live_as_long_as_any_holder():
+    dictionary = TermDictionary()
+    window_a = dictionary.encode_many([ox.NamedNode("http://e/a"), ox.Literal("x"), ox.BlankNode("b")])
+    window_b = dictionary.encode_many([ox.Literal("x"), ox.Literal("y", language="en")])
+    assert len(dictionary) == 4
+    dictionary.decref_many(window_a)
+    assert len(dictionary) == 2
+    assert dictionary.decode_row(window_b) == (ox.Literal("x"), ox.Literal("y", language="en"))
+    dictionary.decref_many(window_b)
+    assert len(dictionary) == 0
+
+
+@pytest.mark.parametrize("value", ["http://e/x", IRI("http://e/x"), 42, None, ox.Variable("x")])
+def test_only_pyoxigraph_terms_are_encoded(value):
+    with pytest.raises(TypeError, match="constant_term"):
+        TermDictionary().encode(value)
+
+
+def test_docstring_examples():
+    results = doctest.testmod(encoding)
+    assert results.attempted > 0 and results.failed == 0
