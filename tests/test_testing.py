@@ -2,26 +2,7 @@
 
 from __future__ import annotations
 
-import doctest
-
-import pytest
-
-import cqels_endpoint.engine
-import cqels_endpoint.runtime.streams
-import cqels_endpoint.runtime.windows
-import cqels_endpoint.testing
 from cqels_endpoint.testing import Advance, ListStream, ManualClock, Push, run, seen, timeline, window_query
-
-
-@pytest.mark.parametrize(
-    "module",
-    [cqels_endpoint.testing, cqels_endpoint.engine, cqels_endpoint.runtime.windows, cqels_endpoint.runtime.streams],
-    ids=lambda m: m.__name__,
-)
-def test_documented_examples(module):
-    results = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert results.attempted > 0
-    assert results.failed == 0
 
 
 def test_timeline_columns_are_milliseconds():

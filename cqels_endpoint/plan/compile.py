@@ -60,6 +60,7 @@ from cqels_endpoint.plan.nodes import (
     StreamLeaf,
     TopKNode,
     UnionNode,
+    shared_columns,
 )
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.ast import BuiltinCall
@@ -394,7 +395,7 @@ class _Compiler:
     def _negation(
         self, pattern: object, kind: NegationKind, left: PlanNode, right: PlanNode, condition: tuple
     ) -> NegationNode:
-        shared = tuple(c for c in left.schema if c in right.schema and not c.startswith("_:"))
+        shared = shared_columns(left.schema, right.schema)
         maybe_inner = [c for c in shared if c not in self._certain(right)]
         if kind is not NegationKind.MINUS and maybe_inner:
             # (NOT) EXISTS substitutes the outer row into the inner pattern: where the inner

@@ -10,6 +10,7 @@ state; the evaluator pairs each with its operator object, whose counters ``expla
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cqels_endpoint.algebra import nodes as n
@@ -256,3 +257,9 @@ class PhysicalPlan:
             found.append(node)
             stack.extend(reversed(node.inputs))
         return found
+
+
+def shared_columns(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
+    """The columns both sides bind, in left order; internal columns (``_:b``, blank nodes of a
+    stream pattern) are local to their pattern and never shared."""
+    return tuple(c for c in left if c in right and not c.startswith("_:"))

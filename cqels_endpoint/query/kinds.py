@@ -10,10 +10,14 @@ from cqels_endpoint.errors import ArgumentError
 
 
 class Named(str, Enum):
-    """A string-valued enum whose ``str()`` is its value."""
+    """A string-valued enum whose ``str()`` and ``repr()`` are its value's."""
 
     def __str__(self) -> str:
         return self.value
+
+    def __repr__(self) -> str:
+        # Shown as the text it stands for: emissions and rows print as they did with plain strings.
+        return repr(self.value)
 
     @classmethod
     def choose(cls, text: str, what: str):

@@ -10,6 +10,7 @@ whose arguments are constants are folded then.
 >>> from cqels_endpoint.query import ast
 >>> from cqels_endpoint.terms import Literal as AstLiteral, Var
 >>> add = compile_expression(ast.BinaryOp("+", Var("x"), AstLiteral("1.5", "http://www.w3.org/2001/XMLSchema#decimal")))
+>>> from cqels_endpoint.runtime.functions.xsd import INTEGER
 >>> add({"x": Literal("2", datatype=INTEGER)}).value
 '3.5'
 >>> filter_passes(add, {})

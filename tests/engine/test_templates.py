@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-from tests.test_instance_groups import SHARED, UNSHARED, bindings, prefixed
-from tests.test_persistence import running
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra import optimize, to_algebra
@@ -26,6 +24,8 @@ from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.terms import Var
+from tests.engine.test_instance_groups import SHARED, UNSHARED, bindings, prefixed
+from tests.http.test_persistence import running
 from tests.stored_queries import (
     LV,
     TEMPLATE,

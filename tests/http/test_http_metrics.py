@@ -7,7 +7,6 @@ sample per name and label set), and every value is checked against ``Engine.cach
 
 from __future__ import annotations
 
-import doctest
 import re
 
 import pytest
@@ -15,7 +14,6 @@ from paths import ROOT
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
-from cqels_endpoint.http import metrics
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.static_store import StaticStore
@@ -228,11 +226,6 @@ def test_cache_metrics_follow_a_rebuild(served) -> None:
     assert families["cqels_cache_rebuilds_total"]["samples"][key] == 1
     assert families["cqels_store_quads"]["samples"] == {frozenset(): len(store)}
     assert families["cqels_store_version"]["samples"] == {frozenset(): store.version}
-
-
-def test_the_module_example_runs() -> None:
-    failures, tried = doctest.testmod(metrics)
-    assert tried and not failures
 
 
 # --------------------------------------------------------------------------- the app's own engine

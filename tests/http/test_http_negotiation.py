@@ -115,19 +115,3 @@ def test_format_names() -> None:
     assert by_name(RESULTS_FORMATS, "turtle") is None
 
 
-@pytest.mark.parametrize("module_name", ["negotiation", "server"])
-def test_the_module_examples_run(module_name: str) -> None:
-    import doctest
-    import importlib
-
-    failures, tried = doctest.testmod(importlib.import_module(f"cqels_endpoint.http.{module_name}"))
-    assert tried and not failures
-
-
-def test_the_config_examples_run() -> None:
-    import doctest
-
-    from cqels_endpoint import config
-
-    failures, tried = doctest.testmod(config)
-    assert tried and not failures

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from tests.test_http_metrics import parse_exposition
 
 from cqels_endpoint.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from tests.http.test_http_metrics import parse_exposition
 from tests.stored_queries import (
     Q1,
     Q2,

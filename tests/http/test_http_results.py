@@ -579,12 +579,3 @@ def test_cqels_watch_of_an_unknown_query(server, capsys):
     assert "nothing-here" in capsys.readouterr().err
 
 
-def test_doctests():
-    import doctest
-
-    from cqels_endpoint.cli import watch
-    from cqels_endpoint.http import subscriptions
-
-    for module in (watch, subscriptions):
-        failed, tried = doctest.testmod(module)
-        assert tried > 0 and failed == 0, module.__name__

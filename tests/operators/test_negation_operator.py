@@ -21,8 +21,8 @@ from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators._negation import Negation
 from cqels_endpoint.operators.base import Delta, Sink
 from cqels_endpoint.operators.reference.negation import Negation as ReferenceNegation
-from cqels_endpoint.operators.shared.schemas import shared_columns, union_schema
-from cqels_endpoint.plan.nodes import NegationKind
+from cqels_endpoint.operators.shared.schemas import union_schema
+from cqels_endpoint.plan.nodes import NegationKind, shared_columns
 
 LEFT = ("a", "b")
 RIGHT_SCHEMAS = (("b", "c"), ("a", "b"), ("c",), ("c", "b", "a"))

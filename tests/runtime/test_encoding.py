@@ -1,6 +1,5 @@
 """Term ids: every term round-trips exactly, canonical values are inlined, entries are reference-counted."""
 
-import doctest
 from datetime import datetime, timezone
 
 import pyoxigraph as ox
@@ -342,8 +341,3 @@ def test_shared_terms_live_as_long_as_any_holder():
 def test_only_pyoxigraph_terms_are_encoded(value):
     with pytest.raises(TypeError, match="constant_term"):
         TermDictionary().encode(value)
-
-
-def test_docstring_examples():
-    results = doctest.testmod(encoding)
-    assert results.attempted > 0 and results.failed == 0

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cqels_endpoint.operators.base import Operator
-from cqels_endpoint.operators.shared.schemas import shared_columns
-from cqels_endpoint.plan.nodes import NegationKind
+from cqels_endpoint.plan.nodes import NegationKind, shared_columns
 
 
 class NegationBase(Operator):

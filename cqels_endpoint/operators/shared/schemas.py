@@ -28,9 +28,3 @@ def union_schema(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
     """The left columns, then the right columns the left lacks: the schema of UNION and OPTIONAL, and
     of a left row merged with a right row, which the condition of a (NOT) EXISTS reads."""
     return tuple(left) + tuple(c for c in right if c not in left)
-
-
-def shared_columns(left: Sequence[str], right: Sequence[str]) -> tuple[str, ...]:
-    """The columns both sides bind, in left order; internal columns (``_:b``, blank nodes of a
-    stream pattern) are local to their pattern and never shared."""
-    return tuple(c for c in left if c in right and not c.startswith("_:"))
