@@ -12,7 +12,9 @@ import ast
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "cqels_endpoint"
+from paths import ROOT
+
+PACKAGE = ROOT / "cqels_endpoint"
 
 # The rooms in pipeline order: a module may import its own room and the rooms before it.
 ROOMS = (

@@ -7,8 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +42,38 @@ def test_wheel_holds_packages_and_grammar(wheel):
     assert any(n.endswith(".lark") for n in grammar_files)
 
 
-def test_installed_wheel_explains_outside_the_checkout(wheel, tmp_path):
-    target = tmp_path / "site"
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> tuple[Path, dict]:
+    """The wheel installed (not editable) in a folder of its own, and the environment that runs it."""
+    target = tmp_path_factory.mktemp("site")
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
         check=True,
         capture_output=True,
     )
     # The installed copy must win over the editable checkout on sys.path.
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    where = subprocess.run(
-        [sys.executable, "-c", "import cqels_endpoint; print(cqels_endpoint.__file__)"],
-        cwd=tmp_path, env=env, check=True, capture_output=True, text=True,
-    ).stdout
+    return target, {**os.environ, "PYTHONPATH": str(target)}
+
+
+def test_installed_wheel_imports_every_module_outside_the_checkout(installed, tmp_path):
+    target, env = installed
+    script = (
+        "import importlib, pkgutil, cqels_endpoint\n"
+        "names = [m.name for m in pkgutil.walk_packages(cqels_endpoint.__path__, 'cqels_endpoint.')]\n"
+        "for name in names:\n"
+        "    if not name.endswith('__main__'):\n"
+        "        assert importlib.import_module(name).__file__.startswith(cqels_endpoint.__path__[0]), name\n"
+        "print(cqels_endpoint.__file__, len(names))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    where, count = done.stdout.split()
     assert where.startswith(str(target))
+    assert int(count) > 80
+
+
+def test_installed_wheel_explains_outside_the_checkout(installed, tmp_path):
+    target, env = installed
     query = (ROOT / "examples" / "queries" / "conference-q2-reachable.rq").read_text()
     explained = subprocess.run(
         [str(target / "bin" / "cqels"), "explain", "-"],
@@ -64,3 +81,25 @@ def test_installed_wheel_explains_outside_the_checkout(wheel, tmp_path):
     )
     assert explained.returncode == 0, explained.stderr
     assert "http://deri.org/streams/rfid" in explained.stdout
+
+
+def test_installed_wheel_pushes_and_replays_to_a_server(installed, tmp_path, endpoint_factory):
+    """The client sub-commands of the wheel (push, replay, register) against a real server."""
+    target, env = installed
+    server = endpoint_factory(cache_engine="local")
+    cqels = [str(target / "bin" / "cqels")]
+    events = tmp_path / "events.nt"
+    events.write_text("<http://example.org/a> <http://example.org/at> <http://example.org/hall> .\n")
+    query = tmp_path / "q.rq"
+    query.write_text("SELECT * WHERE { STREAM <urn:cqels:stream:rfid> [RANGE 1s] { ?s ?p ?o } }")
+    csv = ROOT / "examples" / "data" / "debs2015" / "trips-2013-01-01-head5000.csv"
+    runs = [
+        ["register", "q", str(query)],
+        ["push", "rfid", str(events), "--time", "1000"],
+        ["replay", str(csv), "--speed", "0", "--limit", "20"],
+    ]
+    for arguments in runs:
+        done = subprocess.run([*cqels, *arguments, "--url", server.base_url], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (arguments, done.stderr)
+    streams = {s["stream"]: s["events"] for s in server.get("/streams").json()["streams"]}
+    assert streams == {"urn:cqels:stream:rfid": 1, "http://debs2015.org/streams/trips": 20}
