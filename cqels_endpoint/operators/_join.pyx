@@ -18,9 +18,8 @@ from libcpp.vector cimport vector
 from cqels_endpoint.operators._indexes cimport RingIndex
 
 from cqels_endpoint.errors import OperatorError
-from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.shared.join import WindowBufferBase
-from cqels_endpoint.operators.shared.schemas import join_schema
+from cqels_endpoint.operators.base import Delta
+from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase
 
 _MAX_INPUTS = 64  # the remaining inputs are a 64-bit mask
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__ (2× faster)
@@ -246,21 +245,13 @@ cdef class _JoinCore:
         return len(self.outputs)
 
 
-class MultiwayJoin(Operator):
+class MultiwayJoin(MultiwayJoinBase):
     """Compiled twin of :class:`cqels_endpoint.operators.reference.join.MultiwayJoin`."""
 
+    max_inputs = _MAX_INPUTS
+
     def __init__(self, input_schemas, label=""):
-        if len(input_schemas) < 2:
-            msg = f"a multiway join needs at least 2 inputs, got {len(input_schemas)}"
-            raise ValueError(msg)
-        if len(input_schemas) > _MAX_INPUTS:
-            msg = f"a multiway join takes at most {_MAX_INPUTS} inputs, got {len(input_schemas)}: split it"
-            raise ValueError(msg)
-        schema = join_schema(input_schemas)
-        super().__init__(schema, label or "join")
-        self.arity = len(input_schemas)
-        self.input_schemas = tuple(tuple(input_schema) for input_schema in input_schemas)
-        self.inputs_per_port = [0] * self.arity
+        super().__init__(input_schemas, label)
         self._core = _JoinCore(self, self.schema, self.input_schemas)
 
     def on_batch(self, port, deltas):
@@ -274,18 +265,20 @@ class MultiwayJoin(Operator):
         """Live rows per input."""
         return self._core.index_sizes()
 
-    def counters(self):
-        core = self._core
-        return {
-            "inputs": self.inputs_seen,
-            "inputs_per_port": list(self.inputs_per_port),
-            "outputs": self.outputs_emitted,
-            "probes": core.probes,
-            "pruned": core.pruned,
-            "probe_orders": {">".join(map(str, order)): count for order, count in core.probe_orders.most_common()},
-            "index_sizes": self.index_sizes(),
-            "live_outputs": core.live_outputs(),
-        }
+    @property
+    def probes(self):
+        return self._core.probes
+
+    @property
+    def pruned(self):
+        return self._core.pruned
+
+    @property
+    def probe_orders(self):
+        return self._core.probe_orders
+
+    def live_outputs(self):
+        return self._core.live_outputs()
 
 
 class WindowBuffer(WindowBufferBase):

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from cqels_endpoint.errors import OperatorError
-from cqels_endpoint.operators.base import Delta, Operator
+from cqels_endpoint.operators.base import Delta
 from cqels_endpoint.operators.reference.indexes import RingIndex
-from cqels_endpoint.operators.shared.join import WindowBufferBase
-from cqels_endpoint.operators.shared.schemas import join_schema
+from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase
 
 
 class WindowBuffer(WindowBufferBase):
@@ -57,7 +55,7 @@ class WindowBuffer(WindowBufferBase):
             self._released.append(ids)
 
 
-class MultiwayJoin(Operator):
+class MultiwayJoin(MultiwayJoinBase):
     """n-ary natural join, maintained incrementally with adaptive probing and lineage invalidation.
 
     Each input keeps its live rows under never-reused int handles and one :class:`RingIndex` per
@@ -74,13 +72,8 @@ class MultiwayJoin(Operator):
     """
 
     def __init__(self, input_schemas: Sequence[Sequence[str]], label: str = "") -> None:
-        if len(input_schemas) < 2:
-            msg = f"a multiway join needs at least 2 inputs, got {len(input_schemas)}"
-            raise ValueError(msg)
-        schema = join_schema(input_schemas)
-        super().__init__(schema, label or "join")
-        self.arity = len(input_schemas)
-        self.input_schemas = tuple(tuple(input_schema) for input_schema in input_schemas)
+        super().__init__(input_schemas, label)
+        schema = self.schema
         # Output position of every column of every input.
         self._positions = tuple(tuple(schema.index(name) for name in s) for s in self.input_schemas)
         occurrences = Counter(name for s in self.input_schemas for name in s)
@@ -100,7 +93,6 @@ class MultiwayJoin(Operator):
         self._unbound = [[RingIndex() for _ in columns] for columns in self._join_columns]
         self._derived: list[dict[tuple, dict[tuple, None]]] = [{} for _ in range(n)]
         self._outputs: dict[tuple, tuple[tuple, tuple]] = {}  # output lineage → (row, input lineages)
-        self.inputs_per_port = [0] * n
         self.probes = 0
         self.pruned = 0
         self.probe_orders: Counter = Counter()
@@ -260,15 +252,5 @@ class MultiwayJoin(Operator):
         """Live rows per input."""
         return [len(rows) for rows in self._rows]
 
-    def counters(self) -> dict[str, Any]:
-        return {
-            "inputs": self.inputs_seen,
-            "inputs_per_port": list(self.inputs_per_port),
-            "outputs": self.outputs_emitted,
-            "probes": self.probes,
-            "pruned": self.pruned,
-            # Inputs in the order they were probed, "0>2>1", most frequent first.
-            "probe_orders": {">".join(map(str, order)): count for order, count in self.probe_orders.most_common()},
-            "index_sizes": self.index_sizes(),
-            "live_outputs": len(self._outputs),
-        }
+    def live_outputs(self) -> int:
+        return len(self._outputs)
