@@ -58,9 +58,7 @@ class ContinuousQuery:
         self.streams = frozenset(st.stream.value for st in self.patterns) | frozenset(
             stream.value for stream, _window in declared_windows(self.algebra)
         )
-        self._by_stream: dict[str, list[StreamTriple]] = {}
-        for st in self.patterns:
-            self._by_stream.setdefault(st.stream.value, []).append(st)
+        self._routes = {stream: _routes([st for st in self.patterns if st.stream.value == stream]) for stream in self.streams}
         self._subscribers: list[Callable[[Emission], None]] = []
         self.variables = _projection(self.algebra)
         self._outbox: list[Emission] = []
@@ -117,8 +115,9 @@ class ContinuousQuery:
             tau = event.time if self.clock is None else self.clock
         else:
             tau = event.time if self.clock is None else max(event.time, self.clock)
+        by_predicate, any_predicate = self._routes[event.stream]
         for triple in event.triples:
-            for st in self._by_stream.get(event.stream, ()):
+            for st in by_predicate.get(triple.predicate, any_predicate):
                 if not st.matches(triple):
                     continue
                 seq, expired = self.windows[st.id].offer(event.time, tau, event.arrival, seqs)
@@ -184,6 +183,18 @@ class ContinuousQuery:
                 except Exception as error:  # one failing subscriber must not starve the others
                     failure = failure or error
         return failure
+
+
+def _routes(patterns: list[StreamTriple]) -> tuple[dict[object, tuple[StreamTriple, ...]], tuple[StreamTriple, ...]]:
+    """The patterns of one stream by the predicate a triple has, and those for any other predicate
+    (the patterns that accept any), each in pattern order: the order the windows are offered a
+    triple in, which numbers its window entries."""
+    any_predicate = tuple(st for st in patterns if st.predicates is None)
+    predicates = {p for st in patterns if st.predicates is not None for p in st.predicates}
+    by_predicate = {
+        p: tuple(st for st in patterns if st.predicates is None or p in st.predicates) for p in predicates
+    }
+    return by_predicate, any_predicate
 
 
 def declared_windows(algebra: n.AlgebraQuery) -> list[tuple[IRI, WindowConfig]]:

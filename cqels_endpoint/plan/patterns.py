@@ -62,6 +62,16 @@ class StreamTriple:
             return n.Path(self.triple.subject, self.triple.predicate, self.triple.object, span=self.triple.span)
         return n.BGP((self.triple,), span=self.triple.span)
 
+    @cached_property
+    def predicates(self) -> frozenset[ox.NamedNode] | None:
+        """The predicates a matching triple may have (None: any): the pattern's constant predicate,
+        or a path's links. ``matches`` still checks the rest; this lets the engine route a triple
+        to the few patterns of its predicate instead of trying every pattern of the stream."""
+        if self.is_path:
+            return self._links
+        predicate = self.triple.predicate
+        return None if isinstance(predicate, (Var, BlankNode)) else frozenset((constant_term(predicate),))
+
     def matches(self, triple: ox.Triple) -> bool:
         """Whether ``triple`` enters this pattern's window: for a triple pattern, equal constants,
         and equal terms wherever the pattern repeats a variable or blank node (``?x :p ?x``; blank

@@ -451,3 +451,22 @@ def test_a_declared_stream_drives_a_query_whose_patterns_are_all_static():
     rows = [(row["x"].value, row["g"].value) for row in logs["eager", "incremental"][0].rows]
     assert rows == [(f"{EX}a", f"{EX}g")]
     assert logs["eager", "incremental"][-1].rows == logs["eager", "recompute"][-1].rows
+
+
+def test_a_triple_reaches_the_patterns_of_its_predicate_and_those_of_any():
+    """Routing by predicate: constant-predicate, variable-predicate and path patterns of one
+    stream each get exactly the triples they match, in both modes."""
+    text = (
+        f"SELECT ?s ?p ?x ?y WHERE {{ STREAM <{S}> [RANGE 10ms] {{ ?s ?p ?o . ?s <{EX}a> ?x . ?s <{EX}b>/<{EX}c> ?y }} }}"
+    )
+    engine = Engine()
+    try:
+        queries = {mode: engine.register(text, mode=mode, r2s="RSTREAM") for mode in ("incremental", "recompute")}
+        for time, (p, o) in enumerate([("a", "1"), ("b", "m"), ("z", "0")], start=1):
+            engine.push(S, f"<{EX}s> <{EX}{p}> <{EX}{o}> .", time=time)
+        engine.push(S, f"<{EX}m> <{EX}c> <{EX}end> .", time=4)
+        rows = {mode: sorted(tuple(str(r[v]) for v in ("p", "x", "y")) for r in q.snapshot()) for mode, q in queries.items()}
+    finally:
+        engine.close()
+    assert rows["incremental"] == rows["recompute"]
+    assert rows["incremental"] == sorted((f"<{EX}{p}>", f"<{EX}1>", f"<{EX}end>") for p in ("a", "b", "z"))
