@@ -14,7 +14,10 @@ blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a bl
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
 one triples block was split into. ``MEDIAN(e)`` (our extension) is written as the pyoxigraph custom
 aggregate ``<MEDIAN_IRI>(e)``: the evaluator passes ``runtime.aggregates.CUSTOM_AGGREGATES`` to
-``Store.query``. Terms, expressions and property paths are written by the AST serializer's writers
+``Store.query``. Two forms are spelled so that pyoxigraph, which deviates on them, gives the spec's
+answer too: ``GROUP_CONCAT(…)`` as ``STR(GROUP_CONCAT(…))`` (a simple literal) and a ``GRAPH ?g``
+whose pattern mentions ?g over a fresh graph variable (``scoped_graph``). Terms, expressions and
+property paths are written by the AST serializer's writers
 (``query.serialize``), so IRIs are written in full; the prologue is only the query's BASE (which
 ``IRI()`` resolves against).
 """
@@ -25,6 +28,7 @@ from collections.abc import Callable
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
+from cqels_endpoint.algebra.variables import in_scope, mentioned
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import QueryForm
@@ -47,6 +51,7 @@ class _Writer:
     def __init__(self, window_graph: WindowGraph | None):
         self.window_graph = window_graph
         self._exists_depth = 0
+        self._graphs = 0  # the GRAPH patterns written over a fresh variable (``scoped_graph``)
 
     # ------------------------------------------------------------------ terms and expressions
 
@@ -126,6 +131,8 @@ class _Writer:
                 names = " ".join(self.var(v) for v in variables)
                 body = " ".join("(" + " ".join(self.term(x) for x in row) + ")" for row in rows)
                 return f"VALUES ({names}) {{ {body} }}"
+            case n.Graph(name, inner) if isinstance(name, Var) and _needs_scoping(name, inner):
+                return self.scoped_graph(name, inner)
             case n.Graph(name, inner):
                 return f"GRAPH {self.term(name)} {self.braced(inner)}"
             case n.Service(name, inner, silent):
@@ -142,6 +149,24 @@ class _Writer:
             case n.Project() | n.Distinct() | n.Reduced() | n.OrderBy() | n.Slice():
                 return f"{{ {self.select(pattern)} }}"
         raise TypeError(f"not an algebra pattern: {pattern!r}")
+
+    def scoped_graph(self, name: Var, inner: n.Pattern) -> str:
+        """``GRAPH ?g { P }`` where P mentions ?g, with ?g bound only outside P as SPARQL scopes it.
+
+        pyoxigraph binds ?g before it evaluates P, so inside P ``BOUND(?g)`` is true and an
+        ``OPTIONAL`` joins on the graph name. Written over a fresh graph variable instead: P's own
+        ?g must then be unbound or the graph name (compatibility), which becomes ?g.
+        """
+        number = self._graphs
+        self._graphs += 1
+        graph, own = f"?__graph{number}", f"?__graphvar{number}"
+        visible = " ".join(self.var(v) for v in in_scope(inner) if v != name)
+        g = self.var(name)
+        return (
+            f"{{ SELECT {visible} {g} WHERE {{ {{ SELECT {visible} ({g} AS {own}) {graph} WHERE "
+            f"{{ GRAPH {graph} {self.braced(inner)} }} }} FILTER (!BOUND({own}) || sameTerm({own}, {graph})) "
+            f"BIND ({graph} AS {g}) }} }}"
+        )
 
     def group_select(self, group: n.Group) -> str:
         """A ``Group`` as a sub-select projecting its named keys and its aggregates."""
@@ -163,6 +188,9 @@ class _Writer:
         return f"SELECT {' '.join(projection)} WHERE {self.braced(group.input)}{group_by}"
 
     def aggregate(self, aggregate: ast.Aggregate) -> str:
+        if aggregate.name == "GROUP_CONCAT":
+            # A simple literal, as the engine computes it: pyoxigraph keeps a common language tag.
+            return f"STR({self.expr(aggregate)})"
         if aggregate.name != "MEDIAN":
             return self.expr(aggregate)
         if aggregate.distinct:
@@ -229,6 +257,15 @@ class _Writer:
                 targets = " ".join(self.term(t) for t in query.describe) or "*"
                 return f"DESCRIBE {targets}{datasets} WHERE {self.braced(where)}{tail}"
         raise TypeError(f"not a query form: {query.form!r}")
+
+
+_BINDS_NO_GRAPH = (n.Table, n.Group, n.Project, n.Distinct, n.Reduced, n.OrderBy, n.Slice)
+
+
+def _needs_scoping(name: Var, inner: n.Pattern) -> bool:
+    """Whether ``GRAPH ?name { inner }`` is written by ``scoped_graph``: ``inner`` mentions ?name
+    and has no VALUES or sub-select, inside which pyoxigraph's ``GRAPH ?h`` binds no ?h at all."""
+    return name in mentioned(inner) and not any(isinstance(x, _BINDS_NO_GRAPH) for x in walk(inner))
 
 
 def _matches_triples(pattern: n.Pattern) -> bool:

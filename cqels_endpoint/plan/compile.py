@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.ties import break_ties
-from cqels_endpoint.algebra.variables import certainly_bound, contains_stream, in_scope, required_by
+from cqels_endpoint.algebra.variables import certainly_bound, contains_stream, in_scope, mentioned, required_by
 from cqels_endpoint.errors import PlanError, SharingError
 from cqels_endpoint.plan.caches import cache_sparql
 from cqels_endpoint.plan.nodes import (
@@ -124,6 +124,9 @@ class _Compiler:
     counts: dict[str, int] = field(default_factory=dict)
     certain: dict[int, frozenset[str]] = field(default_factory=dict)
     order: OrderNode | None = None
+    # The variables of the left sides of the (NOT) EXISTS around the one being compiled: a nested
+    # (NOT) EXISTS may not read them (``_exists_side``).
+    enclosing: frozenset[str] = frozenset()
 
     def _id(self, prefix: str) -> str:
         self.counts[prefix] = self.counts.get(prefix, 0) + 1
@@ -348,7 +351,8 @@ class _Compiler:
         self._check_expressions(plain)
         # The engine numbers stream triples in pre-order, FILTER expressions before the FILTER's
         # input: compile the EXISTS patterns first so the leaf ids follow that order.
-        inner_sides = [self._exists_side(e, graph) for e in pattern.exprs if isinstance(e, n.Exists)]
+        outer = self.enclosing | {v.name for v in in_scope(pattern.input)}
+        inner_sides = [self._exists_side(e, graph, outer) for e in pattern.exprs if isinstance(e, n.Exists)]
         node = self._branch(pattern.input, graph)
         if plain:
             filtered = FilterNode(self._id("F"), node.schema, pattern.span, exprs=plain, input=node)
@@ -359,9 +363,14 @@ class _Compiler:
             node = self._negation(exists, kind, node, right, condition)
         return node
 
-    def _exists_side(self, exists: n.Exists, graph: IRI | None) -> tuple[n.Exists, PlanNode, tuple]:
+    def _exists_side(
+        self, exists: n.Exists, graph: IRI | None, outer: frozenset[str]
+    ) -> tuple[n.Exists, PlanNode, tuple]:
         """The right input of a (NOT) EXISTS and its condition: the FILTERs at the top of the inner
-        group, evaluated on the merged row because they may read outer variables."""
+        group, evaluated on the merged row because they may read outer variables (``outer``: the
+        left side's and those around it). A (NOT) EXISTS operand of that condition filters the
+        inner group alone when it reads no outer variable the inner group leaves out: it becomes a
+        negation operator inside the right input."""
         inner = exists.pattern
         condition: list[n.Expression] = []
         static_wrapper = None
@@ -370,13 +379,18 @@ class _Compiler:
         while isinstance(inner, n.Filter):
             condition.extend(inner.exprs)
             inner = inner.input
-        if any(isinstance(x, n.Exists) for e in condition for x in walk(e)):
+        nested = tuple(e for e in condition if isinstance(e, n.Exists))
+        condition = [e for e in condition if not isinstance(e, n.Exists)]
+        scope = {v.name for v in in_scope(inner)}
+        correlated = {v.name for e in nested for v in mentioned(e)} & outer - scope
+        if correlated or any(isinstance(x, n.Exists) for e in condition for x in walk(e)):
+            variables = " ".join("?" + name for name in sorted(correlated))
+            why = f", reading the outer variables {variables}," if correlated else ""
             raise PlanError(
-                f"a (NOT) EXISTS nested inside another one{_where(self.query, exists)} is not supported by "
+                f"a (NOT) EXISTS nested inside another one{why}{_where(self.query, exists)} is not supported by "
                 'incremental continuous queries; register the query with mode="recompute" to evaluate it'
             )
         self._check_expressions(tuple(condition))
-        scope = {v.name for v in in_scope(inner)}
         for node in walk(inner):
             exprs = node.exprs if isinstance(node, (n.Filter, n.LeftJoin)) else ()
             exprs += (node.expr,) if isinstance(node, n.Extend) else ()
@@ -388,9 +402,16 @@ class _Compiler:
                         "(only FILTERs at the top of its group may read outer variables)",
                         node,
                     )
+        if nested:
+            inner = n.Filter(nested, inner, span=inner.span)
         if static_wrapper is not None:
             inner = n.StaticPattern(inner, static_wrapper.join_vars, span=static_wrapper.span)
-        return exists, self._branch(inner, graph), tuple(condition)
+        enclosing, self.enclosing = self.enclosing, outer
+        try:
+            right = self._branch(inner, graph)
+        finally:
+            self.enclosing = enclosing
+        return exists, right, tuple(condition)
 
     def _negation(
         self, pattern: object, kind: NegationKind, left: PlanNode, right: PlanNode, condition: tuple

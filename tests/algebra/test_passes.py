@@ -7,6 +7,8 @@ Semantics: for every W3C SPARQL 1.0/1.1 query-evaluation test, pyoxigraph evalua
 query, the unoptimised algebra written back as SPARQL (``algebra.to_sparql``) and the optimised
 algebra written back the same way, over the test's data; all three must agree. This checks the
 translation and every pass against an independent SPARQL engine without a reference evaluator.
+Where ``to_sparql`` works around a pyoxigraph deviation (``CORRECTED_BY_TO_SPARQL``), the written
+algebra must give the W3C expected result instead, and the original query must still differ.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import rdflib
 import w3c
 from algebra_golden import cases, check_golden
 from rdflib.compare import isomorphic
+from sparql_results import Boolean, Solutions, read_expected, results_difference
 from w3c import SPARQL10, SPARQL11, W3CTest
 
 from cqels_endpoint import parse_query
@@ -112,6 +115,22 @@ def _same(one: object, other: object) -> bool:
     return one == other
 
 
+# Test id → the pyoxigraph deviation that ``to_sparql`` writes around: its text gives the W3C result.
+CORRECTED_BY_TO_SPARQL = {
+    "sparql10/graph/graph-variable-scope": "pyoxigraph binds ?g inside GRAPH ?g: FILTER(BOUND(?g)) is true",
+    "sparql10/graph/graph-optional": "pyoxigraph binds ?g inside GRAPH ?g: OPTIONAL { ?s ?p ?g } joins on it",
+    "sparql11/aggregates/agg-groupconcat-04": "pyoxigraph's GROUP_CONCAT keeps the common language tag",
+    "sparql11/aggregates/agg-groupconcat-06": "pyoxigraph's GROUP_CONCAT keeps the language tag",
+}
+
+
+def _w3c_form(result: ox.QuerySolutions | ox.QueryBoolean) -> Solutions | Boolean:
+    if isinstance(result, ox.QueryBoolean):
+        return Boolean(bool(result))
+    names = [v.value for v in result.variables]
+    return Solutions.of(names, ({name: s[name] for name in names if s[name] is not None} for s in result))
+
+
 @pytest.mark.parametrize("test", EVALUATION_TESTS, ids=lambda t: t.id)
 def test_optimised_algebra_gives_the_results_of_the_query(test: W3CTest):
     text = test.action.read_text(encoding="utf-8")
@@ -131,8 +150,17 @@ def test_optimised_algebra_gives_the_results_of_the_query(test: W3CTest):
         pytest.skip("the query is not deterministic (BNODE/RAND/UUID/NOW)")
 
     translated = to_algebra(parse_query(text, base))
+    corrected = test.id in CORRECTED_BY_TO_SPARQL
+    if corrected:
+        assert results_difference(read_expected(test.result), _w3c_form(store.query(text, base_iri=base))) is not None, (
+            f"pyoxigraph now gives the W3C result: remove {test.id} from CORRECTED_BY_TO_SPARQL"
+        )
     for label, algebra in (("translated", translated), ("optimised", optimize(translated))):
         sparql = to_sparql(algebra)
+        if corrected:
+            difference = results_difference(read_expected(test.result), _w3c_form(store.query(sparql, base_iri=base)))
+            assert difference is None, f"{label} algebra differs from the W3C result:\n{difference}\n{sparql}"
+            continue
         actual = _canonical(store.query(sparql, base_iri=base))
         assert _same(actual, expected), f"{label} algebra differs:\n{to_sexpr(algebra)}\n{sparql}"
 

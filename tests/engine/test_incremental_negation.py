@@ -52,6 +52,18 @@ RIGHT_SIDES = (
     ("BIND (IF(?n > 1, ?b, 1 / 0) AS ?d) FILTER NOT EXISTS {{ ?d :s ?c }}", {"b", "n"}),
     ("BIND (IF(?n > 1, ?b, 1 / 0) AS ?d) MINUS {{ ?d :s ?c }}", {"b", "n"}),
     ("BIND (IF(?n > 1, ?b, 1 / 0) AS ?d) FILTER EXISTS {{ STREAM <{stream}> {window} {{ ?d :p ?c }} }}", {"b", "n"}),
+    # A (NOT) EXISTS nested in the inner group's FILTERs, reading only the inner group's variables.
+    (
+        "FILTER EXISTS {{ STREAM <{stream}> {window} {{ ?a :q ?c }} "
+        "FILTER NOT EXISTS {{ STREAM <{stream}> {window} {{ ?c :p ?d }} }} }}",
+        {"a"},
+    ),
+    ("FILTER NOT EXISTS {{ STREAM <{stream}> {window} {{ ?b :p ?c }} FILTER EXISTS {{ ?c :s ?d }} }}", {"b"}),
+    (
+        "FILTER NOT EXISTS {{ STREAM <{stream}> {window} {{ ?a :v ?m }} FILTER (?m > ?n) "
+        "FILTER EXISTS {{ STREAM <{stream}> {window} {{ ?a :v ?k }} FILTER (?k < ?m) }} }}",
+        {"a", "n"},
+    ),
     # DEBS Q2 "empty taxis": the trip ?a of taxi ?b dropped off at ?n has no later pick-up ?m of ?b.
     ("FILTER NOT EXISTS {{ STREAM <{stream}> {window} {{ ?c :p ?b . ?c :v ?m }} FILTER (?m > ?n) }}", {"b", "n"}),
 )
