@@ -24,6 +24,8 @@ from cqels_endpoint.runtime.streams import Event
 from cqels_endpoint.runtime.windows import CloseSchedule
 from cqels_endpoint.terms import IRI
 
+# The signs of Γ's changes each R2S emits: RSTREAM emits the whole relation instead.
+_EMITTED_SIGNS = {R2S.ISTREAM: (1,), R2S.DSTREAM: (-1,), R2S.RSTREAM: ()}
 
 @dataclass(eq=False)
 class ContinuousQuery:
@@ -140,7 +142,7 @@ class ContinuousQuery:
         for st, window in zip(self.patterns, self.windows):
             for gone in window.expire(tau, tick):
                 self.evaluator.on_expire(st.id, gone)
-        deltas = self.evaluator.evaluate(tau)
+        deltas = self.evaluator.evaluate(tau, _EMITTED_SIGNS[self.r2s])
         self._emit(tau, deltas, self.evaluator.snapshot() if self.r2s is R2S.RSTREAM else None)
 
     def _emit(self, tau: int, deltas: list[tuple[Row, int]], snapshot: list[Row] | None) -> None:

@@ -117,11 +117,12 @@ class IncrementalEvaluator:
             del window.leaf_of_triple[window.triple_of_leaf.pop(leaf)]
             self.built.buffers[pattern_id].expire(leaf)
 
-    def evaluate(self, tau: int) -> list[tuple[dict[str, Term], int]]:
-        """Closes the tick at ``tau``: the changes of Γ since the previous evaluation, one entry per
-        row occurrence with its sign (+1 entered, -1 left); cancelling changes are not reported.
-        With an ORDER BY, the entries are in its order (see the module docstring)."""
-        changes = [(self.decode(row), sign) for row, sign in self.evaluate_rows(tau)]
+    def evaluate(self, tau: int, signs: tuple[int, ...] = (1, -1)) -> list[tuple[dict[str, Term], int]]:
+        """Closes the tick at ``tau``: the changes of Γ since the previous evaluation whose sign is
+        in ``signs``, one entry per row occurrence with its sign (+1 entered, -1 left), decoded;
+        cancelling changes are not reported. With an ORDER BY, the entries are in its order (see
+        the module docstring)."""
+        changes = [(self.decode(row), sign) for row, sign in self.evaluate_rows(tau) if sign in signs]
         self.release_decoded()
         return changes
 

@@ -100,7 +100,7 @@ class RecomputeEvaluator:
         # Re-read at the next evaluation: a change alone emits nothing (docs/ARCHITECTURE.md, "Static data and caches").
         self._static_dirty = True
 
-    def evaluate(self, tau: int) -> list[tuple[Row, int]]:
+    def evaluate(self, tau: int, signs: tuple[int, ...] = (1, -1)) -> list[tuple[Row, int]]:
         if self._static_dirty:
             self._copy_static()
         self.evaluations += 1
@@ -113,18 +113,20 @@ class RecomputeEvaluator:
         counts = Counter(row_key(row) for row in rows)
         deltas: list[tuple[Row, int]] = []
         # Bag difference, walking each side in its own order so that ORDER BY shows in the deltas.
-        remaining = counts - self._counts
-        for row in rows:
-            key = row_key(row)
-            if remaining[key] > 0:
-                remaining[key] -= 1
-                deltas.append((row, +1))
-        gone = self._counts - counts
-        for row in self._rows:
-            key = row_key(row)
-            if gone[key] > 0:
-                gone[key] -= 1
-                deltas.append((row, -1))
+        if 1 in signs:
+            remaining = counts - self._counts
+            for row in rows:
+                key = row_key(row)
+                if remaining[key] > 0:
+                    remaining[key] -= 1
+                    deltas.append((row, +1))
+        if -1 in signs:
+            gone = self._counts - counts
+            for row in self._rows:
+                key = row_key(row)
+                if gone[key] > 0:
+                    gone[key] -= 1
+                    deltas.append((row, -1))
         self._rows, self._counts = rows, counts
         return deltas
 
