@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 import pyoxigraph as ox
-from engine import machine
+from engine import machine, pyplot
 
 from cqels_endpoint import Engine
 
@@ -178,13 +178,8 @@ def write_table(args, results, where: str, load: tuple[float, float], elapsed: f
 
 def plot(results, sizes: list[int], path: Path) -> None:
     """Median µs per tick against group size, log-log, one line per aggregate (needs the bench extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install 'cqels-endpoint[bench]'): no plot")
+    plt = pyplot()
+    if plt is None:
         return
     figure, axis = plt.subplots(figsize=(7, 4.5))
     markers = "osD^v<>xP"

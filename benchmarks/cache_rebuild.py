@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import machine
+from engine import machine, pyplot
 
 from cqels_endpoint import Engine
 from cqels_endpoint.spark import cache_engine
@@ -178,13 +178,8 @@ def _spark_version() -> str:
 
 
 def plot(results: dict[int, dict], out: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     sizes = list(results)
     fig, ax = plt.subplots(figsize=(6, 4))

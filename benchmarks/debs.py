@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from engine import machine, p99
+from engine import machine, p99, pyplot
 
 from cqels_endpoint import Engine
 
@@ -146,13 +146,8 @@ def main() -> None:
 def plot(results, path: Path) -> None:
     """Latency of each push along the replay (dots) and its median per block of trips (line), both modes,
     one panel per query (needs the bench extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install 'cqels-endpoint[bench]'): no plot")
+    plt = pyplot()
+    if plt is None:
         return
     figure, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4), squeeze=False)
     for axis, (name, (count, measured)) in zip(axes[0], results.items()):

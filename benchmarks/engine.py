@@ -115,6 +115,20 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, {platform.python_implementation()} {platform.python_version()}"
 
 
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend, or None (with a note) when the bench extra
+    is not installed: the figures are written either way, the plot is optional."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install 'cqels-endpoint[bench]'): no plot")
+        return None
+    return plt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=[1000, 2000, 5000, 10000])
@@ -176,13 +190,8 @@ def main() -> None:
 
 def plot(results, path: Path, window: str) -> None:
     """Mean latency per push against the number of events, both modes (needs the bench extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install 'cqels-endpoint[bench]'): no plot")
+    plt = pyplot()
+    if plt is None:
         return
     counts = [count for count, _ in results]
     figure, axis = plt.subplots(figsize=(6, 4))

@@ -36,7 +36,7 @@ import tracemalloc
 from pathlib import Path
 
 import pyoxigraph as ox
-from engine import machine
+from engine import machine, pyplot
 
 from cqels_endpoint import Engine
 
@@ -177,13 +177,8 @@ def write_table(args, results: list[dict], where: str, load: tuple[float, float]
 
 def plot(results: list[dict], path: Path) -> None:
     """Bytes per window triple against the window size, with the target (needs the bench extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install 'cqels-endpoint[bench]'): no plot")
+    plt = pyplot()
+    if plt is None:
         return
     sizes = [result["size"] for result in results]
     figure, axis = plt.subplots(figsize=(6, 3.6))

@@ -50,7 +50,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyoxigraph as ox
-from engine import machine
+from engine import machine, pyplot
 
 from cqels_endpoint import Engine
 from cqels_endpoint.static_store import StaticStore
@@ -297,13 +297,8 @@ def write_report(args, results: list[dict], triples: int, feed: list[dict], node
 
 def plot(results: list[dict], path: Path) -> None:
     """Throughput of both engines per workload, with the ratio over each pair (needs the bench extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install 'cqels-endpoint[bench]'): no plot")
+    plt = pyplot()
+    if plt is None:
         return
     figure, axis = plt.subplots(figsize=(7, 4))
     positions = range(len(results))
