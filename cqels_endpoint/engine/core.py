@@ -178,10 +178,7 @@ class Engine:
 
     def check_template(self, template: Template, r2s: str | None = None, mode: str = "incremental") -> None:
         """Raises what registering an instance of ``template`` would for its query, ``r2s`` and ``mode``."""
-        mode = Mode.choose(mode, "mode")
-        algebra, _, patterns = self._prepare(template.algebra, r2s)
-        with self._lock:  # a plan takes references in the shared term dictionary
-            self._evaluator(mode, algebra, patterns, "check").close()
+        self._check(template.algebra, r2s, mode)
 
     def register_instances(
         self,
@@ -303,8 +300,11 @@ class Engine:
     def check(self, text: str, r2s: str | None = None, mode: str = "incremental") -> None:
         """Raises what ``register`` would for ``text``, ``r2s`` and ``mode`` (bad text, a plan the
         engine cannot run, a bad argument) without registering anything or building a cache."""
+        self._check(to_algebra(parse_query(text)), r2s, mode)
+
+    def _check(self, algebra: n.AlgebraQuery, r2s: str | None, mode: str) -> None:
         mode = Mode.choose(mode, "mode")
-        algebra, _, patterns = self._prepare(to_algebra(parse_query(text)), r2s)
+        algebra, _, patterns = self._prepare(algebra, r2s)
         with self._lock:  # a plan takes references in the shared term dictionary
             self._evaluator(mode, algebra, patterns, "check").close()
 
