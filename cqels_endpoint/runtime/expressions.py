@@ -46,6 +46,7 @@ from cqels_endpoint.runtime.functions import (
     ExpressionError,
     effective_boolean_value,
 )
+from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI as AstIRI  # noqa: N811 (pyoxigraph's IRI class is NamedNode here)
 from cqels_endpoint.terms import Literal as AstLiteral
 from cqels_endpoint.terms import Var
@@ -72,13 +73,7 @@ _NOT_CONSTANT = object()
 def to_term(term: AstIRI | AstLiteral) -> NamedNode | Literal:
     """The pyoxigraph term of a query constant, lexical form kept exactly as written."""
     try:
-        if isinstance(term, AstIRI):
-            return NamedNode(term.value)
-        if term.language is not None:
-            return Literal(term.value, language=term.language)
-        if term.datatype is not None:
-            return Literal(term.value, datatype=NamedNode(term.datatype))
-        return Literal(term.value)
+        return constant_term(term)
     except ValueError as error:
         msg = f"the constant {term} is not a valid RDF term ({error}); write an absolute IRI or fix the literal"
         raise PlanError(msg) from None
