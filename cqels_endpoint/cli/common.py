@@ -44,3 +44,21 @@ def read_source(source: str) -> str | None:
     except (OSError, UnicodeDecodeError) as error:
         print(f"cqels: cannot read {source}: {error}", file=sys.stderr)
         return None
+
+
+def client_options(parser: argparse.ArgumentParser, *, writes: bool = True) -> None:
+    """``--url`` of the server, and ``--auth-token`` for a command that writes."""
+    from cqels_endpoint.cli.client import DEFAULT_URL
+
+    option(parser, "--url", "the server's base URL", default=DEFAULT_URL, metavar="URL")
+    if writes:
+        option(parser, "--auth-token", "the bearer token the server requires for writes", metavar="TOKEN")
+    else:
+        parser.set_defaults(auth_token=None)
+
+
+def client(args: argparse.Namespace):
+    """The HTTP client of a command given ``client_options``."""
+    from cqels_endpoint.cli.client import Client
+
+    return Client(args.url, args.auth_token)

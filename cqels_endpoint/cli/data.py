@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from cqels_endpoint.cli.client import ServerError
-from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, option, switch
+from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, client, client_options, option, switch
 
 
 def add_load(commands) -> None:
@@ -88,19 +88,6 @@ def _load_on_spark(store, args: argparse.Namespace, options: dict):
 
 
 
-def _client_options(parser: argparse.ArgumentParser) -> None:
-    from cqels_endpoint.cli.client import DEFAULT_URL
-
-    option(parser, "--url", "the server's base URL", default=DEFAULT_URL, metavar="URL")
-    option(parser, "--auth-token", "the bearer token the server requires for writes", metavar="TOKEN")
-
-
-def _client(args: argparse.Namespace):
-    from cqels_endpoint.cli.client import Client
-
-    return Client(args.url, args.auth_token)
-
-
 _NDJSON_EXTENSIONS = (".ndjson", ".jsonl")
 
 
@@ -120,7 +107,7 @@ def add_push(commands) -> None:
             metavar="T")
     option(push, "--format", "the file's media type or name (turtle, nt, jsonld, trig, ndjson, ...) when its "
             "extension does not say", metavar="FORMAT")
-    _client_options(push)
+    client_options(push)
     push.set_defaults(handler=_push)
 
 
@@ -137,7 +124,7 @@ def _push(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"cqels push: cannot read {args.file}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    answer = _client(args).json(
+    answer = client(args).json(
         "POST", stream_path(args.stream), body=data, headers={"Content-Type": media_type},
         params={"time": args.time} if args.time is not None else None,
     )
@@ -192,7 +179,7 @@ def add_replay(commands) -> None:
             metavar="N")
     option(replay, "--limit", "replay only the first N rows", type=int, metavar="N")
     option(replay, "--batch", "at most this many events per request", type=int, default=500, metavar="N")
-    _client_options(replay)
+    client_options(replay)
     replay.set_defaults(handler=_replay)
 
 
@@ -210,7 +197,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         print(f"cqels replay: --limit must be >= 0, not {args.limit}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    client = _client(args)
+    server = client(args)
     started = time.perf_counter()
     sent = batches = 0
     latest = None
@@ -218,7 +205,7 @@ def _replay(args: argparse.Namespace) -> int:
         for batch in paced(islice(mapping.events(args.file), args.limit), args.speed, args.batch):
             body = "".join(json.dumps({"time": event.time, "data": event.data}) + "\n" for event in batch)
             try:
-                answer = client.json("POST", stream_path(stream), body=body.encode("utf-8"),
+                answer = server.json("POST", stream_path(stream), body=body.encode("utf-8"),
                                      headers={"Content-Type": NDJSON})
             except ServerError as error:
                 # The server names the NDJSON line of the batch; the user knows the CSV line.

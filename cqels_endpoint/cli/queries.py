@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, option, read_source, switch
+from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, client, client_options, option, read_source, switch
 
 
 def add_explain(commands) -> None:
@@ -49,13 +49,7 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
-
-
-
 def add_register(commands) -> None:
-    from cqels_endpoint.cli.client import DEFAULT_URL
-
     register = commands.add_parser(
         "register",
         help="store a continuous query on a running server (PUT /queries/NAME)",
@@ -64,26 +58,25 @@ def add_register(commands) -> None:
     )
     register.add_argument("name", metavar="NAME", help="the query's name: letters, digits, '_', '.', '~', '-'")
     register.add_argument("file", metavar="FILE", help="the query text, '-' for stdin")
-    option(register, "--url", "base URL of the server", default=DEFAULT_URL, metavar="URL")
     option(register, "--r2s", "ISTREAM, RSTREAM or DSTREAM (default: the query's REGISTER keyword, else ISTREAM)",
             metavar="R")
     option(register, "--mode", "incremental or recompute (the oracle)", choices=("incremental", "recompute"),
             default="incremental")
-    option(register, "--auth-token", "the server's bearer token for writes", metavar="TOKEN")
+    client_options(register)
     register.set_defaults(handler=_register)
 
 
 def _register(args: argparse.Namespace) -> int:
     from urllib.parse import quote
 
-    from cqels_endpoint.cli.client import Client, ServerError
+    from cqels_endpoint.cli.client import ServerError
 
     text = read_source(args.file)
     if text is None:
         return EXIT_BAD_INPUT
     params = {"mode": args.mode} | ({"r2s": args.r2s} if args.r2s else {})
     try:
-        answer = Client(args.url, args.auth_token).json(
+        answer = client(args).json(
             "PUT", f"/queries/{quote(args.name, safe='')}", body=text.encode("utf-8"),
             headers={"Content-Type": "application/sparql-query"}, params=params,
         )
@@ -97,13 +90,7 @@ def _register(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
-
-
-
 def add_watch(commands) -> None:
-    from cqels_endpoint.cli.client import DEFAULT_URL
-
     watch = commands.add_parser(
         "watch",
         help="print a registered query's emissions as a table, as they arrive",
@@ -112,13 +99,12 @@ def add_watch(commands) -> None:
         "ends the stream, or on Ctrl-C.",
     )
     watch.add_argument("name", metavar="NAME", help="the query's name (an instance: TEMPLATE/INSTANCE)")
-    option(watch, "--url", "base URL of the server", default=DEFAULT_URL, metavar="URL")
+    client_options(watch, writes=False)
     option(watch, "--limit", "stop after this many emissions", type=int, metavar="N")
     watch.set_defaults(handler=_watch)
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from cqels_endpoint.cli.client import Client
     from cqels_endpoint.cli.watch import Table, emissions
 
     limit = args.limit
@@ -127,7 +113,7 @@ def _watch(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     table, seen = Table(), 0
     try:
-        for emission in emissions(Client(args.url), args.name):
+        for emission in emissions(client(args), args.name):
             print(table.rows(emission), flush=True)
             seen += 1
             if seen == limit:
