@@ -42,7 +42,7 @@ from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.operators import _aggregate, _distinct, _negation, _optional, _topk, _union
 from cqels_endpoint.operators import _join as compiled
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.operators.reference import aggregate as twin_aggregate
 from cqels_endpoint.operators.reference import join as twin
 from cqels_endpoint.operators.reference import negation as twin_negation

@@ -2,7 +2,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.runtime.decoding import TermDecoder
 
 class OptionalJoin(Operator):
     arity: int

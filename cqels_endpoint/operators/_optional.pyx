@@ -11,7 +11,7 @@ from libcpp.vector cimport vector
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.decoding import DecodedRow
+from cqels_endpoint.runtime.decoding import DecodedRow
 from cqels_endpoint.operators.shared.optional import JOINED, PADDED
 from cqels_endpoint.operators.shared.schemas import union_schema
 from cqels_endpoint.runtime.expressions import compile_filter

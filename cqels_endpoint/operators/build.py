@@ -24,7 +24,7 @@ from cqels_endpoint.operators import (
     WindowBuffer,
 )
 from cqels_endpoint.operators.base import Operator, Sink
-from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.order import Order

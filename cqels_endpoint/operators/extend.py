@@ -7,7 +7,7 @@ from typing import Any
 
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import ExpressionError, compile_expression
 
 

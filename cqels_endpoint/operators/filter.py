@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import compile_filter
 
 

@@ -23,7 +23,7 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.operators._aggregate import GroupAggregate
 from cqels_endpoint.operators.base import Delta
-from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.operators.reference.aggregate import GroupAggregate as ReferenceGroupAggregate
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.encoding import TermDictionary

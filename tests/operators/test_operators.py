@@ -16,7 +16,7 @@ from cqels_endpoint.engine.emission import instantiate
 from cqels_endpoint.errors import OperatorError, PlanError
 from cqels_endpoint.operators import _join, _project
 from cqels_endpoint.operators.base import Delta, Sink
-from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.reference import join as reference

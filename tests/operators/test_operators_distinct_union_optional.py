@@ -21,7 +21,7 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.operators import _distinct, _optional, _union
 from cqels_endpoint.operators.base import Delta
-from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.reference import distinct as reference_distinct
 from cqels_endpoint.operators.reference import optional as reference_optional
 from cqels_endpoint.operators.reference import union as reference_union

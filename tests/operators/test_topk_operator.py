@@ -26,7 +26,7 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.operators import _topk
 from cqels_endpoint.operators.base import Delta
-from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.reference import topk as reference_topk
 from cqels_endpoint.query.visit import walk

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.decoding import DecodedRow, TermDecoder
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.aggregates import AGGREGATES
 from cqels_endpoint.runtime.expressions import ExpressionError, compile_expression

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.operators.decoding import TermDecoder
+from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.operators.order import row_order_key
 from cqels_endpoint.query import ast
 

@@ -1,4 +1,4 @@
-"""Decoding rows of term ids for the operators that evaluate expressions (FILTER, BIND).
+"""Decoding rows of term ids for the operators that evaluate expressions (FILTER, BIND, GROUP BY).
 
 Dictionary serial numbers are never reused (``runtime.encoding``), so a decoded term cached under
 its id stays right forever; the cache is only bounded, not invalidated.
