@@ -39,6 +39,7 @@ from cqels_endpoint.algebra.nodes import Exists
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime import functions as fn
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.functions import (
     DOUBLE,
     FALSE,
@@ -62,6 +63,11 @@ __all__ = [
     "order_key",
     "to_term",
 ]
+
+COMPILED = not use_pure_python()
+if COMPILED:
+    with compiled_imports("numeric expressions"):
+        from cqels_endpoint.runtime._expressions import NumericExpression, compile_numeric
 
 Row = Mapping[str, object]
 Compiled = Callable[[Row], object]
@@ -90,8 +96,18 @@ def compile_expression(
 
     ``now`` gives NOW() (default: the wall clock at each call), ``base_iri`` resolves IRI()/URI(),
     ``rng`` feeds RAND()/UUID()/STRUUID(). EXISTS raises ``PlanError`` (not supported yet).
+
+    An expression of the numeric subset of ``runtime._expressions`` (arithmetic, comparisons,
+    connectives, ROUND/FLOOR/CEIL/ABS, BOUND, IF, COALESCE over variables and numeric constants)
+    is evaluated in compiled code, the closure being its fallback and twin; ``CQELS_PURE_PYTHON=1``
+    keeps the closure alone.
     """
-    return _Compiler(now, base_iri, rng).compile(expr)[0]
+    closure = _Compiler(now, base_iri, rng).compile(expr)[0]
+    if COMPILED:
+        compiled = compile_numeric(expr, closure)
+        if compiled is not None:
+            return compiled
+    return closure
 
 
 def compile_filter(exprs, **context) -> Callable[[Row], bool]:
@@ -101,6 +117,8 @@ def compile_filter(exprs, **context) -> Callable[[Row], bool]:
 
     if len(compiled) == 1:
         (only,) = compiled
+        if COMPILED and isinstance(only, NumericExpression):
+            return only.passes
 
         def passes_one(row: Row) -> bool:
             try:

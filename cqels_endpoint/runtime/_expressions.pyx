@@ -1,0 +1,787 @@
+# distutils: language = c++
+# cython: cdivision=True
+"""Compiled numeric expressions: the arithmetic, comparison and logical core of SPARQL expressions
+evaluated on machine numbers, reading a row's term ids directly.
+
+``compile_numeric(expr, fallback)`` returns a :class:`NumericExpression` for an expression built
+only from variables, numeric and boolean constants, ``+ - * /``, unary ``- +``, ``= != < > <= >=``,
+``&& || !``, ``ROUND``/``FLOOR``/``CEIL``/``ABS``, ``BOUND``, ``IF`` and ``COALESCE`` (None for any
+other expression). Called on a row (a ``runtime.decoding.DecodedRow`` or a ``{name: term}``
+mapping) it gives the same term, or raises the same ``ExpressionError``, as ``fallback`` — the
+interpreted closure of ``runtime.expressions`` for the same expression, which is its twin and its
+oracle (tests/runtime/test_compiled_expressions.py).
+
+Values are C structs: xsd:integer as int64, xsd:decimal as an unscaled int64 with a scale,
+xsd:float/xsd:double as a C double (a float rounded to single precision after each operation, as
+``runtime.functions`` does), booleans, and an error. Inline ids (``runtime.encoding``) are read
+without the dictionary; a dictionary id is decoded once and its value cached by id (serial numbers
+are never reused). Whenever a value or an operation leaves what machine arithmetic does exactly —
+a string, a date, an ill-typed literal, an integer overflow, a decimal division, a decimal too wide
+for a double — the evaluation stops and the whole expression is handed to ``fallback`` for that row:
+the result never depends on which path ran. A value passed through unchanged (``?x``,
+``IF(…, ?x, …)``, ``COALESCE(?x, …)``) is returned as the original term, not a rewritten one.
+Computed results become terms through ``runtime.functions.numeric_literal``, memoised by value.
+"""
+
+from cpython.ref cimport PyObject
+from cython.operator cimport dereference as deref
+from libc.math cimport floor, ceil, fabs, copysign, isnan, isinf, NAN, INFINITY
+from libc.stdint cimport int64_t, uint64_t, INT64_MAX, INT64_MIN
+from libc.string cimport memcpy
+from libcpp.unordered_map cimport unordered_map
+
+from decimal import Decimal
+
+from pyoxigraph import Literal
+
+from cqels_endpoint.query import ast
+from cqels_endpoint.runtime.decoding import DecodedRow
+from cqels_endpoint.runtime.functions import (
+    FALSE,
+    TRUE,
+    ExpressionError,
+    effective_boolean_value,
+    literal_value,
+    numeric_literal,
+)
+from cqels_endpoint.runtime.functions.values import ILL_TYPED, KIND_BOOLEAN, KIND_NUMERIC
+from cqels_endpoint.static_store.convert import constant_term
+from cqels_endpoint.terms import Literal as AstLiteral
+from cqels_endpoint.terms import Var
+
+# Value kinds. OTHER: outside the compiled subset, the row goes to the fallback.
+cdef enum:
+    K_ERROR = 0
+    K_BOOL = 1
+    K_INT = 2
+    K_DEC = 3
+    K_FLT = 4
+    K_DBL = 5
+    K_OTHER = 6
+
+# Numeric ranks follow runtime.functions (integer < decimal < float < double).
+cdef int RANK_OF[7]
+RANK_OF[:] = [-1, -1, 0, 1, 2, 3, -1]
+cdef int KIND_OF_RANK[4]
+KIND_OF_RANK[:] = [K_INT, K_DEC, K_FLT, K_DBL]
+
+# The inline id layout of runtime.encoding.
+DEF TYPE_SHIFT = 58
+DEF VALUE_MASK = (1 << 58) - 1
+DEF INT_BIAS = 1 << 57
+DEF DECIMAL_BIAS = 1 << 53
+DEF INLINE_DECIMAL = 1
+DEF INLINE_BOOLEAN = 2
+DEF INLINE_DATETIME = 3
+DEF EXACT_DOUBLE = 1 << 53  # integers up to this magnitude are exact doubles
+DEF MAX_SCALE = 18
+DEF CACHE_LIMIT = 1 << 16
+
+cdef int64_t NO_ID = INT64_MIN
+cdef int64_t[19] POW10
+POW10[0] = 1
+for _i in range(1, 19):
+    POW10[_i] = POW10[_i - 1] * 10
+
+
+cdef struct Value:
+    int kind
+    int scale      # K_DEC: number of fraction digits
+    int64_t i      # K_INT value, K_BOOL 0/1, K_DEC unscaled value
+    double d       # K_FLT, K_DBL
+    int64_t id     # a value read unchanged from the row: its id (NO_ID otherwise)
+    PyObject* term  # a value read unchanged from a term (borrowed; NULL otherwise)
+
+
+cdef inline Value make(int kind) noexcept:
+    cdef Value v
+    v.kind = kind
+    v.scale = 0
+    v.i = 0
+    v.d = 0.0
+    v.id = NO_ID
+    v.term = NULL
+    return v
+
+
+cdef inline Value make_bool(bint b) noexcept:
+    cdef Value v = make(K_BOOL)
+    v.i = b
+    return v
+
+
+cdef inline Value make_double(int kind, double d) noexcept:
+    cdef Value v = make(kind)
+    v.d = <double>(<float>d) if kind == K_FLT else d
+    return v
+
+
+cdef inline Value make_int(int64_t i) noexcept:
+    cdef Value v = make(K_INT)
+    v.i = i
+    return v
+
+
+cdef inline Value make_dec(int64_t unscaled, int scale) noexcept:
+    cdef Value v = make(K_DEC)
+    v.i = unscaled
+    v.scale = scale
+    return v
+
+
+cdef extern from *:
+    """
+    static inline int __builtin_add_overflow_i64(int64_t a, int64_t b, int64_t* out) { return __builtin_add_overflow(a, b, out); }
+    static inline int __builtin_sub_overflow_i64(int64_t a, int64_t b, int64_t* out) { return __builtin_sub_overflow(a, b, out); }
+    static inline int __builtin_mul_overflow_i64(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+    """
+    bint __builtin_add_overflow_i64(int64_t a, int64_t b, int64_t* out) nogil
+    bint __builtin_sub_overflow_i64(int64_t a, int64_t b, int64_t* out) nogil
+    bint __builtin_mul_overflow_i64(int64_t a, int64_t b, int64_t* out) nogil
+
+
+cdef bint rescale(int64_t unscaled, int scale, int to_scale, int64_t* out) noexcept:
+    """``unscaled`` at ``scale`` fraction digits written with ``to_scale`` >= scale; False on overflow."""
+    if to_scale - scale > MAX_SCALE:
+        return False
+    return not __builtin_mul_overflow_i64(unscaled, POW10[to_scale - scale], out)
+
+
+cdef bint as_double(Value v, double* out) noexcept:
+    """A numeric value promoted to double (to single precision for float), False when the
+    promotion would not be correctly rounded by one C operation."""
+    if v.kind == K_FLT or v.kind == K_DBL:
+        out[0] = v.d
+    elif v.kind == K_INT:
+        out[0] = <double>v.i  # correctly rounded, as Python's float(int)
+    elif v.kind == K_DEC:
+        # Two exact doubles divided once: the correctly rounded quotient, as float(Decimal).
+        if v.i > EXACT_DOUBLE or v.i < -EXACT_DOUBLE or v.scale > 15:
+            return False
+        out[0] = <double>v.i / <double>POW10[v.scale]
+    else:
+        return False
+    return True
+
+
+cdef bint promote(Value* a, Value* b, int* rank) noexcept:
+    """Both numeric values at their common rank, in place; False if not exactly representable."""
+    cdef int ra = RANK_OF[a.kind], rb = RANK_OF[b.kind]
+    cdef int r = ra if ra > rb else rb
+    cdef double d
+    cdef int64_t scaled
+    rank[0] = r
+    if r >= 2:
+        if not as_double(a[0], &d):
+            return False
+        a.d = <double>(<float>d) if r == 2 else d
+        if not as_double(b[0], &d):
+            return False
+        b.d = <double>(<float>d) if r == 2 else d
+    elif r == 1:
+        if a.kind == K_INT:
+            if not rescale(a.i, 0, b.scale, &scaled):
+                return False
+            a.i, a.scale = scaled, b.scale
+        elif b.kind == K_INT:
+            if not rescale(b.i, 0, a.scale, &scaled):
+                return False
+            b.i, b.scale = scaled, a.scale
+        # Two decimals: bring both to the larger scale.
+        if a.scale < b.scale:
+            if not rescale(a.i, a.scale, b.scale, &scaled):
+                return False
+            a.i, a.scale = scaled, b.scale
+        elif b.scale < a.scale:
+            if not rescale(b.i, b.scale, a.scale, &scaled):
+                return False
+            b.i, b.scale = scaled, a.scale
+    return True
+
+
+cdef inline bint is_numeric(int kind) noexcept:
+    return K_INT <= kind <= K_DBL
+
+
+cdef int ebv(Value v) noexcept:
+    """Effective boolean value: 1, 0, -1 for an error, -2 when outside the subset."""
+    if v.kind == K_BOOL:
+        return <int>v.i
+    if v.kind == K_INT or v.kind == K_DEC:
+        return v.i != 0
+    if v.kind == K_FLT or v.kind == K_DBL:
+        return not isnan(v.d) and v.d != 0
+    if v.kind == K_ERROR:
+        return -1
+    return -2
+
+
+cdef class _Frame:
+    """One evaluation: the row being read and the caches of the expression."""
+    cdef object row          # tuple of ids (DecodedRow) or None
+    cdef object mapping      # the {name: term} mapping when not a DecodedRow
+    cdef object decoder
+    cdef NumericExpression expression
+
+
+cdef class _Node:
+    cdef Value eval(self, _Frame frame):
+        raise NotImplementedError
+
+
+cdef class _Constant(_Node):
+    cdef Value value
+    cdef object term
+
+    def __init__(self, term):
+        self.term = term
+        self.value = value_of_term(term)
+        self.value.term = <PyObject*>term
+
+    cdef Value eval(self, _Frame frame):
+        return self.value
+
+
+cdef class _Variable(_Node):
+    cdef int slot
+    cdef object name
+
+    def __init__(self, name, int slot):
+        self.name = name
+        self.slot = slot
+
+    cdef Value eval(self, _Frame frame):
+        cdef int64_t term_id
+        cdef Value v
+        if frame.row is not None:
+            position = frame.expression.positions[self.slot]
+            if position is None:
+                return make(K_ERROR)
+            item = (<tuple>frame.row)[<Py_ssize_t>position]
+            if item is None:
+                return make(K_ERROR)
+            term_id = item
+            v = frame.expression.value_of_id(term_id, frame.decoder)
+            v.id = term_id
+            return v
+        term = frame.mapping.get(self.name)
+        if term is None:
+            return make(K_ERROR)
+        v = value_of_term(term)
+        v.term = <PyObject*>term
+        return v
+
+
+cdef class _Bound(_Node):
+    cdef int slot
+    cdef object name
+
+    def __init__(self, name, int slot):
+        self.name = name
+        self.slot = slot
+
+    cdef Value eval(self, _Frame frame):
+        if frame.row is not None:
+            position = frame.expression.positions[self.slot]
+            return make_bool(position is not None and (<tuple>frame.row)[<Py_ssize_t>position] is not None)
+        return make_bool(frame.mapping.get(self.name) is not None)
+
+
+cdef class _Arithmetic(_Node):
+    cdef _Node left, right
+    cdef Py_UCS4 op
+
+    def __init__(self, str op, _Node left, _Node right):
+        self.op = op[0]
+        self.left = left
+        self.right = right
+
+    cdef Value eval(self, _Frame frame):
+        cdef Value a = self.left.eval(frame)
+        if a.kind == K_OTHER:
+            return a
+        cdef Value b = self.right.eval(frame)
+        if b.kind == K_OTHER:
+            return b
+        if a.kind == K_ERROR or b.kind == K_ERROR or not is_numeric(a.kind) or not is_numeric(b.kind):
+            # A non-numeric operand (a boolean) is a type error, as runtime.functions.numeric says.
+            return make(K_ERROR)
+        cdef int rank
+        cdef int64_t result
+        cdef double x, y
+        if self.op == u'/' and a.kind == K_INT and b.kind == K_INT:
+            return make(K_OTHER)  # integer division yields an 18-digit truncated decimal
+        if not promote(&a, &b, &rank):
+            return make(K_OTHER)
+        if rank == 0 or rank == 1:
+            if self.op == u'+':
+                if __builtin_add_overflow_i64(a.i, b.i, &result):
+                    return make(K_OTHER)
+            elif self.op == u'-':
+                if __builtin_sub_overflow_i64(a.i, b.i, &result):
+                    return make(K_OTHER)
+            elif self.op == u'*':
+                if __builtin_mul_overflow_i64(a.i, b.i, &result):
+                    return make(K_OTHER)
+                if rank == 1:
+                    if a.scale + b.scale > MAX_SCALE:
+                        return make(K_OTHER)
+                    return make_dec(result, a.scale + b.scale)
+            else:
+                return make(K_OTHER)  # decimal division truncates at 18 digits: the interpreter does it
+            return make_int(result) if rank == 0 else make_dec(result, a.scale)
+        x, y = a.d, b.d
+        if self.op == u'+':
+            return make_double(KIND_OF_RANK[rank], x + y)
+        if self.op == u'-':
+            return make_double(KIND_OF_RANK[rank], x - y)
+        if self.op == u'*':
+            return make_double(KIND_OF_RANK[rank], x * y)
+        if y == 0:
+            if isnan(x) or x == 0:
+                return make_double(KIND_OF_RANK[rank], NAN)
+            return make_double(KIND_OF_RANK[rank], copysign(INFINITY, x) * copysign(1.0, y))
+        return make_double(KIND_OF_RANK[rank], x / y)
+
+
+cdef class _Compare(_Node):
+    cdef _Node left, right
+    cdef int op  # 0 =, 1 !=, 2 <, 3 >, 4 <=, 5 >=
+
+    def __init__(self, int op, _Node left, _Node right):
+        self.op = op
+        self.left = left
+        self.right = right
+
+    cdef Value eval(self, _Frame frame):
+        cdef Value a = self.left.eval(frame)
+        if a.kind == K_OTHER:
+            return a
+        cdef Value b = self.right.eval(frame)
+        if b.kind == K_OTHER:
+            return b
+        if a.kind == K_ERROR or b.kind == K_ERROR:
+            return make(K_ERROR)
+        if not is_numeric(a.kind) or not is_numeric(b.kind):
+            return make(K_OTHER)  # booleans and mixed kinds: RDFterm-equal and friends stay interpreted
+        cdef int rank, order
+        if not promote(&a, &b, &rank):
+            return make(K_OTHER)
+        if rank >= 2:
+            if isnan(a.d) or isnan(b.d):
+                return make_bool(self.op == 1)  # NaN is unordered and unequal to everything
+            order = (a.d > b.d) - (a.d < b.d)
+        else:
+            order = (a.i > b.i) - (a.i < b.i)
+        if self.op == 0:
+            return make_bool(order == 0)
+        if self.op == 1:
+            return make_bool(order != 0)
+        if self.op == 2:
+            return make_bool(order < 0)
+        if self.op == 3:
+            return make_bool(order > 0)
+        if self.op == 4:
+            return make_bool(order <= 0)
+        return make_bool(order >= 0)
+
+
+cdef class _And(_Node):
+    cdef _Node left, right
+
+    def __init__(self, _Node left, _Node right):
+        self.left = left
+        self.right = right
+
+    cdef Value eval(self, _Frame frame):
+        # The error truth table of §17.2: false wins over an error.
+        cdef int l = ebv(self.left.eval(frame))
+        if l == -2:
+            return make(K_OTHER)
+        if l == 0:
+            return make_bool(False)
+        cdef int r = ebv(self.right.eval(frame))
+        if r == -2:
+            return make(K_OTHER)
+        if r == -1:
+            return make(K_ERROR)
+        if r == 0:
+            return make_bool(False)
+        return make(K_ERROR) if l == -1 else make_bool(True)
+
+
+cdef class _Or(_Node):
+    cdef _Node left, right
+
+    def __init__(self, _Node left, _Node right):
+        self.left = left
+        self.right = right
+
+    cdef Value eval(self, _Frame frame):
+        # The error truth table of §17.2: true wins over an error.
+        cdef int l = ebv(self.left.eval(frame))
+        if l == -2:
+            return make(K_OTHER)
+        if l == 1:
+            return make_bool(True)
+        cdef int r = ebv(self.right.eval(frame))
+        if r == -2:
+            return make(K_OTHER)
+        if r == -1:
+            return make(K_ERROR)
+        if r == 1:
+            return make_bool(True)
+        return make(K_ERROR) if l == -1 else make_bool(False)
+
+
+cdef class _Not(_Node):
+    cdef _Node operand
+
+    def __init__(self, _Node operand):
+        self.operand = operand
+
+    cdef Value eval(self, _Frame frame):
+        cdef int value = ebv(self.operand.eval(frame))
+        if value == -2:
+            return make(K_OTHER)
+        if value == -1:
+            return make(K_ERROR)
+        return make_bool(not value)
+
+
+cdef class _Unary(_Node):
+    """Unary ``-``/``+`` and ROUND, FLOOR, CEIL, ABS: a numeric value of the operand's rank."""
+    cdef _Node operand
+    cdef int op  # 0 -, 1 +, 2 ROUND, 3 FLOOR, 4 CEIL, 5 ABS
+
+    def __init__(self, int op, _Node operand):
+        self.op = op
+        self.operand = operand
+
+    cdef Value eval(self, _Frame frame):
+        cdef Value v = self.operand.eval(frame)
+        if v.kind == K_OTHER or v.kind == K_ERROR:
+            return v
+        if not is_numeric(v.kind):
+            return make(K_ERROR)
+        cdef int kind = v.kind
+        if kind == K_INT:
+            if self.op == 0 or (self.op == 5 and v.i < 0):
+                if v.i == INT64_MIN:
+                    return make(K_OTHER)
+                return make_int(-v.i)
+            return make_int(v.i)
+        if kind == K_DEC:
+            return self._decimal(v)
+        return make_double(kind, self._double(v.d))
+
+    cdef double _double(self, double x):
+        cdef double f
+        if self.op == 0:
+            return -x
+        if self.op == 1:
+            return x
+        if self.op == 5:
+            return fabs(x)
+        if isnan(x) or isinf(x):
+            return x
+        if self.op == 2:
+            # fn:round: halves toward positive infinity; round(-0.4) is -0.
+            f = floor(x)
+            f = f + 1 if x - f >= 0.5 else f
+            return copysign(f, x) if f == 0 else f
+        if self.op == 3:
+            return copysign(floor(x), x)
+        return copysign(ceil(x), x)
+
+    cdef Value _decimal(self, Value v):
+        cdef int64_t unit, whole, rest
+        if self.op == 0:
+            return make_dec(-v.i, v.scale)
+        if self.op == 1:
+            return make_dec(v.i, v.scale)
+        if self.op == 5:
+            return make_dec(-v.i if v.i < 0 else v.i, v.scale)
+        unit = POW10[v.scale]
+        whole = v.i // unit  # C division truncates toward zero: step down to the floor below
+        rest = v.i - whole * unit
+        if rest < 0:
+            whole -= 1
+            rest += unit
+        # whole = floor(value), rest = (value - floor) * unit, 0 <= rest < unit
+        if self.op == 2:
+            if 2 * rest >= unit:
+                whole += 1
+        elif self.op == 4:
+            if rest != 0:
+                whole += 1
+        return make_dec(whole, 0)
+
+
+cdef class _If(_Node):
+    cdef _Node condition, then, otherwise
+
+    def __init__(self, _Node condition, _Node then, _Node otherwise):
+        self.condition = condition
+        self.then = then
+        self.otherwise = otherwise
+
+    cdef Value eval(self, _Frame frame):
+        cdef int test = ebv(self.condition.eval(frame))
+        if test == -2:
+            return make(K_OTHER)
+        if test == -1:
+            return make(K_ERROR)
+        return self.then.eval(frame) if test else self.otherwise.eval(frame)
+
+
+cdef class _Coalesce(_Node):
+    cdef list args
+
+    def __init__(self, list args):
+        self.args = args
+
+    cdef Value eval(self, _Frame frame):
+        cdef Value v
+        for arg in self.args:
+            v = (<_Node>arg).eval(frame)
+            if v.kind != K_ERROR:
+                return v
+        return make(K_ERROR)
+
+
+cdef Value value_of_term(term):
+    """The value of a term as read by runtime.functions (K_OTHER outside the subset)."""
+    cdef Value v
+    if type(term) is not Literal:
+        return make(K_OTHER)
+    kind, rank, value = literal_value(term)
+    if value is ILL_TYPED or value is None:
+        return make(K_OTHER)
+    if kind == KIND_BOOLEAN:
+        return make_bool(value is True)
+    if kind != KIND_NUMERIC:
+        return make(K_OTHER)
+    if rank == 0:
+        if not INT64_MIN < value <= INT64_MAX:
+            return make(K_OTHER)
+        return make_int(value)
+    if rank == 1:
+        return decimal_value(value)
+    v = make(KIND_OF_RANK[rank])
+    v.d = value
+    return v
+
+
+cdef Value decimal_value(value):
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int) or len(digits) > 18:
+        return make(K_OTHER)
+    cdef int64_t unscaled = 0
+    for digit in digits:
+        unscaled = unscaled * 10 + <int>digit
+    cdef int scale
+    if exponent > 0:
+        if exponent + len(digits) > 18:
+            return make(K_OTHER)
+        unscaled *= POW10[exponent]
+        scale = 0
+    else:
+        scale = -exponent
+        if scale > MAX_SCALE:
+            return make(K_OTHER)
+    return make_dec(-unscaled if sign else unscaled, scale)
+
+
+cdef class NumericExpression:
+    """A compiled expression (see the module docstring): ``expression(row) -> term``."""
+    cdef _Node root
+    cdef list names               # variable name of each slot
+    cdef readonly object fallback
+    cdef object positions_of      # the positions dict the slots were resolved for
+    cdef list positions           # slot -> column position or None
+    cdef unordered_map[int64_t, Value] values  # dictionary id -> value (no term pointers)
+    cdef dict results             # (kind, payload) -> term
+
+    def __init__(self, fallback):
+        self.fallback = fallback
+        self.names = []
+        self.positions_of = None
+        self.positions = []
+        self.results = {}
+
+    cdef int slot(self, name):
+        if name in self.names:
+            return self.names.index(name)
+        self.names.append(name)
+        return len(self.names) - 1
+
+    cdef Value value_of_id(self, int64_t term_id, decoder):
+        cdef int code
+        cdef int64_t field
+        cdef Value v
+        if term_id < 0:
+            code = (term_id >> TYPE_SHIFT) & 0x1F
+            field = term_id & VALUE_MASK
+            if code == INLINE_DECIMAL:
+                return make_dec((field >> 4) - DECIMAL_BIAS, <int>(field & 0xF))
+            if code == INLINE_BOOLEAN:
+                return make_bool(field != 0)
+            if code == INLINE_DATETIME:
+                return make(K_OTHER)
+            return make_int(field - INT_BIAS)  # every other inline type is an xsd integer type
+        cdef unordered_map[int64_t, Value].iterator found = self.values.find(term_id)
+        if found != self.values.end():
+            return deref(found).second
+        v = value_of_term(decoder.decode(term_id))
+        if self.values.size() >= CACHE_LIMIT:
+            self.values.clear()
+        self.values[term_id] = v
+        return v
+
+    cdef Value run(self, row):
+        cdef _Frame frame = _Frame.__new__(_Frame)
+        frame.expression = self
+        if type(row) is DecodedRow:
+            positions = row._positions
+            if positions is not self.positions_of:
+                self.positions = [positions.get(name) for name in self.names]
+                self.positions_of = positions
+            frame.row = row._row
+            frame.decoder = row._decoder
+        else:
+            frame.row = None
+            frame.mapping = row
+        return self.root.eval(frame)
+
+    def __call__(self, row):
+        cdef Value v = self.run(row)
+        if v.kind == K_OTHER:
+            return self.fallback(row)
+        if v.kind == K_ERROR:
+            raise ExpressionError
+        return self.term(v, row)
+
+    def passes(self, row):
+        """FILTER semantics on the result: its effective boolean value, an error being false."""
+        cdef Value v = self.run(row)
+        cdef int value
+        if v.kind != K_OTHER:
+            value = ebv(v)
+            if value != -2:
+                return value == 1
+        try:
+            return effective_boolean_value(self.fallback(row))
+        except ExpressionError:
+            return False
+
+    cdef object term(self, Value v, row):
+        if v.term != NULL:
+            return <object>v.term
+        if v.id != NO_ID:
+            return row._decoder.decode(v.id)
+        if v.kind == K_BOOL:
+            return TRUE if v.i else FALSE
+        cdef uint64_t bits
+        if v.kind == K_INT or v.kind == K_DEC:
+            key = (v.kind, v.i, v.scale)
+        else:
+            memcpy(&bits, &v.d, sizeof(double))
+            key = (v.kind, bits)
+        term = self.results.get(key)
+        if term is None:
+            if v.kind == K_INT:
+                term = numeric_literal(0, v.i)
+            elif v.kind == K_DEC:
+                term = numeric_literal(1, Decimal(v.i).scaleb(-v.scale))
+            else:
+                term = numeric_literal(RANK_OF[v.kind], v.d)
+            if len(self.results) >= CACHE_LIMIT:
+                self.results.clear()
+            self.results[key] = term
+        return term
+
+
+_COMPARISONS = {"=": 0, "!=": 1, "<": 2, ">": 3, "<=": 4, ">=": 5}
+_UNARY_BUILTINS = {"ROUND": 2, "FLOOR": 3, "CEIL": 4, "ABS": 5}
+
+
+cdef class _Builder:
+    cdef NumericExpression expression
+    cdef bint has_variable
+
+    def __init__(self, NumericExpression expression):
+        self.expression = expression
+        self.has_variable = False
+
+    cdef _Node build(self, expr):
+        """The node of ``expr``, or None when it is outside the compiled subset."""
+        cdef _Node left, right
+        if isinstance(expr, Var):
+            self.has_variable = True
+            return _Variable(expr.name, self.expression.slot(expr.name))
+        if isinstance(expr, AstLiteral):
+            term = constant_term(expr)
+            if value_of_term(term).kind == K_OTHER:
+                return None
+            return _Constant(term)
+        if isinstance(expr, ast.BinaryOp):
+            left = self.build(expr.left)
+            right = self.build(expr.right) if left is not None else None
+            if right is None:
+                return None
+            if expr.op in ("+", "-", "*", "/"):
+                return _Arithmetic(expr.op, left, right)
+            if expr.op in _COMPARISONS:
+                return _Compare(_COMPARISONS[expr.op], left, right)
+            if expr.op == "&&":
+                return _And(left, right)
+            if expr.op == "||":
+                return _Or(left, right)
+            return None
+        if isinstance(expr, ast.UnaryOp):
+            left = self.build(expr.operand)
+            if left is None:
+                return None
+            if expr.op == "!":
+                return _Not(left)
+            if expr.op in ("-", "+"):
+                return _Unary(0 if expr.op == "-" else 1, left)
+            return None
+        if isinstance(expr, ast.BuiltinCall):
+            return self.builtin(expr.name.upper(), expr.args)
+        return None
+
+    cdef _Node builtin(self, str name, args):
+        cdef list nodes
+        if name == "BOUND":
+            if len(args) != 1 or not isinstance(args[0], Var):
+                return None
+            self.has_variable = True
+            return _Bound(args[0].name, self.expression.slot(args[0].name))
+        nodes = []
+        for arg in args:
+            node = self.build(arg)
+            if node is None:
+                return None
+            nodes.append(node)
+        if name in _UNARY_BUILTINS and len(nodes) == 1:
+            return _Unary(_UNARY_BUILTINS[name], nodes[0])
+        if name == "IF" and len(nodes) == 3:
+            return _If(nodes[0], nodes[1], nodes[2])
+        if name == "COALESCE" and nodes:
+            return _Coalesce(nodes)
+        return None
+
+
+def compile_numeric(expr, fallback):
+    """A :class:`NumericExpression` for ``expr`` (with ``fallback``, its interpreted closure), or
+    None when ``expr`` is outside the compiled subset or reads no variable (constants are folded by
+    the interpreter already)."""
+    cdef NumericExpression expression = NumericExpression(fallback)
+    cdef _Builder builder = _Builder(expression)
+    root = builder.build(expr)
+    if root is None or not builder.has_variable:
+        return None
+    expression.root = root
+    return expression
