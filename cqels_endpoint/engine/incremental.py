@@ -79,6 +79,7 @@ class IncrementalEvaluator:
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
         self._closed = False
+        self._snapshot_mappings: dict[tuple, dict[str, Term]] = {}  # the last snapshot's rows, decoded
         self.describe_cache: Callable[[StaticCache], list[str]] | None = None
 
     # ------------------------------------------------------------------ the Evaluator protocol
@@ -143,8 +144,24 @@ class IncrementalEvaluator:
         return changes
 
     def snapshot(self) -> list[dict[str, Term]]:
-        """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""
-        return [self.decode(row) for row in self.snapshot_rows()]
+        """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one).
+
+        RSTREAM asks for Γ at every evaluation, and a row usually stays in Γ for many of them: each
+        distinct row of ids is decoded once while it stays, and the mapping is shared by the
+        snapshots that list it (callers treat mappings as read-only)."""
+        previous, current = self._snapshot_mappings, {}
+        decode = self.decode
+        mappings = []
+        for row in self.snapshot_rows():
+            mapping = current.get(row)
+            if mapping is None:
+                mapping = previous.get(row)
+                if mapping is None:
+                    mapping = decode(row)
+                current[row] = mapping
+            mappings.append(mapping)
+        self._snapshot_mappings = current
+        return mappings
 
     def snapshot_rows(self) -> list[tuple]:
         """``snapshot`` before decoding."""
