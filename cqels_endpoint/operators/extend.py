@@ -9,6 +9,7 @@ from cqels_endpoint.errors import PlanError
 from cqels_endpoint.operators.base import Delta, Operator
 from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import ExpressionError, compile_expression
+from cqels_endpoint.terms import Var
 
 
 class Extend(Operator):
@@ -19,6 +20,8 @@ class Extend(Operator):
     remembered by lineage; the row's -1 carries the same value without evaluating again, so even
     RAND()/BNODE()/NOW() retract exactly what they added. The reference is released when the
     following tick punctuates, once the evaluator has decoded the -1 rows of the tick they left in.
+    ``BIND(?x AS ?y)`` (the planner's copy of an aggregate or a GROUP BY key into its name) copies
+    the id, taking one reference, without decoding or encoding anything.
     Pure Python for the same reason as :class:`~cqels_endpoint.operators.filter.Filter`.
     """
 
@@ -37,6 +40,7 @@ class Extend(Operator):
         super().__init__((*input_schema, variable), label or "extend")
         self._compute = compile_expression(expression, **context)
         self._positions = {name: position for position, name in enumerate(input_schema)}
+        self._copied = self._positions.get(expression.name) if isinstance(expression, Var) else None
         self._decoder = decoder
         self._dictionary = decoder.dictionary
         self._values: dict[tuple, int | None] = {}
@@ -46,10 +50,17 @@ class Extend(Operator):
 
     def on_batch(self, port: int, deltas: list[Delta]) -> None:
         self.inputs_seen += len(deltas)
-        values, positions, decoder = self._values, self._positions, self._decoder
+        values, positions, decoder, copied = self._values, self._positions, self._decoder, self._copied
         out: list[Delta] = []
         for row, sign, lineage in deltas:
-            if sign > 0:
+            if sign > 0 and copied is not None:
+                value = row[copied]
+                if value is None:
+                    self.errors += 1  # an unbound variable is an error, as the expression says
+                else:
+                    self._dictionary.incref(value)
+                values[lineage] = value
+            elif sign > 0:
                 try:
                     term = self._compute(DecodedRow(positions, row, decoder))
                 except ExpressionError:
