@@ -785,3 +785,31 @@ def compile_numeric(expr, fallback):
         return None
     expression.root = root
     return expression
+
+
+cdef class Descending:
+    """Inverts the order of an ORDER BY key (``DESC(…)`` inside one tuple key): the compiled twin
+    of ``runtime.expressions.DescendingPython``, compared in C when rows are sorted or bisected."""
+    cdef readonly tuple key
+
+    def __init__(self, tuple key):
+        self.key = key
+
+    def __richcmp__(self, other, int op):
+        if not isinstance(other, Descending):
+            return NotImplemented
+        cdef tuple mine = self.key, theirs = (<Descending>other).key
+        if op == 0:  # <
+            return theirs < mine
+        if op == 1:  # <=
+            return theirs <= mine
+        if op == 2:  # ==
+            return mine == theirs
+        if op == 3:  # !=
+            return mine != theirs
+        if op == 4:  # >
+            return theirs > mine
+        return theirs >= mine
+
+    def __hash__(self):
+        return hash(self.key)

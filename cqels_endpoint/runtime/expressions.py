@@ -67,7 +67,7 @@ __all__ = [
 COMPILED = not use_pure_python()
 if COMPILED:
     with compiled_imports("numeric expressions"):
-        from cqels_endpoint.runtime._expressions import NumericExpression, compile_numeric
+        from cqels_endpoint.runtime._expressions import Descending, NumericExpression, compile_numeric
 
 Row = Mapping[str, object]
 Compiled = Callable[[Row], object]
@@ -185,22 +185,27 @@ def order_key(term) -> tuple:
     return (3, 6, datatype, lexical)
 
 
-class _Descending:
-    """Inverts the order of a key (for ``DESC(…)`` inside one tuple key)."""
+class DescendingPython:
+    """Inverts the order of a key (for ``DESC(…)`` inside one tuple key); ``Descending`` is its
+    compiled twin unless ``CQELS_PURE_PYTHON=1``."""
 
     __slots__ = ("key",)
 
     def __init__(self, key: tuple):
         self.key = key
 
-    def __lt__(self, other: _Descending) -> bool:
+    def __lt__(self, other: DescendingPython) -> bool:
         return other.key < self.key
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Descending) and self.key == other.key
+        return isinstance(other, DescendingPython) and self.key == other.key
 
     def __hash__(self) -> int:
         return hash(self.key)
+
+
+if not COMPILED:
+    Descending = DescendingPython
 
 
 def compile_order_key(conditions, **context) -> Callable[[Row], tuple]:
@@ -214,7 +219,7 @@ def compile_order_key(conditions, **context) -> Callable[[Row], tuple]:
                 value = order_key(compiled(row))
             except ExpressionError:
                 value = order_key(None)
-            out.append(_Descending(value) if descending else value)
+            out.append(Descending(value) if descending else value)
         return tuple(out)
 
     return key

@@ -142,3 +142,14 @@ def test_expressions_outside_the_subset_stay_interpreted():
     assert not hasattr(compile_expression(regex), "fallback")
     constant = ast.BinaryOp("+", AstLiteral("1", XSD + "integer"), AstLiteral("2", XSD + "integer"))
     assert not hasattr(compile_expression(constant), "fallback")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(("a", "b"))), max_size=12))
+def test_descending_orders_as_its_twin(keys):
+    compiled = sorted(((expressions.Descending(key), index) for index, key in enumerate(keys)))
+    twin = sorted(((expressions.DescendingPython(key), index) for index, key in enumerate(keys)))
+    assert [index for _, index in compiled] == [index for _, index in twin]
+    # Descending keys first, equal keys by the second element ascending.
+    expected = sorted(range(len(keys)), key=lambda index: (tuple(-x if isinstance(x, int) else -ord(x) for x in keys[index]), index))
+    assert [index for _, index in compiled] == expected
