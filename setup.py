@@ -2,7 +2,8 @@
 
 Every ``cqels_endpoint/**/_*.pyx`` becomes an extension module of the same dotted name.
 ``CQELS_CYTHON_ANNOTATE=1`` writes Cython's HTML annotation next to each module;
-``CQELS_CYTHON_DEBUG=1`` builds with assertions and without optimisation.
+``CQELS_CYTHON_DEBUG=1`` builds with assertions and without optimisation;
+``CQELS_CYTHON_PROFILE=1`` makes compiled functions visible to cProfile (``benchmarks/profile_q1.py``).
 """
 
 import os
@@ -31,7 +32,7 @@ def extensions():
         modules,
         language_level=3,
         annotate=os.environ.get("CQELS_CYTHON_ANNOTATE") == "1",
-        compiler_directives={"boundscheck": debug, "wraparound": debug},
+        compiler_directives={"boundscheck": debug, "wraparound": debug, "profile": os.environ.get("CQELS_CYTHON_PROFILE") == "1"},
     )
 
 
