@@ -57,11 +57,12 @@ cdef enum:
     K_DEC = 3
     K_FLT = 4
     K_DBL = 5
-    K_OTHER = 6
+    K_DATETIME = 6
+    K_OTHER = 7
 
 # Numeric ranks follow runtime.functions (integer < decimal < float < double).
-cdef int RANK_OF[7]
-RANK_OF[:] = [-1, -1, 0, 1, 2, 3, -1]
+cdef int RANK_OF[8]
+RANK_OF[:] = [-1, -1, 0, 1, 2, 3, -1, -1]
 cdef int KIND_OF_RANK[4]
 KIND_OF_RANK[:] = [K_INT, K_DEC, K_FLT, K_DBL]
 
@@ -73,6 +74,8 @@ DEF DECIMAL_BIAS = 1 << 53
 DEF INLINE_DECIMAL = 1
 DEF INLINE_BOOLEAN = 2
 DEF INLINE_DATETIME = 3
+DEF MS_BIAS = 1 << 46
+DEF TZ_BITS = 11
 DEF EXACT_DOUBLE = 1 << 53  # integers up to this magnitude are exact doubles
 DEF MAX_SCALE = 18
 DEF CACHE_LIMIT = 1 << 16
@@ -86,8 +89,8 @@ for _i in range(1, 19):
 
 cdef struct Value:
     int kind
-    int scale      # K_DEC: number of fraction digits
-    int64_t i      # K_INT value, K_BOOL 0/1, K_DEC unscaled value
+    int scale      # K_DEC: number of fraction digits; K_DATETIME: 1 with a timezone, 0 without
+    int64_t i      # K_INT value, K_BOOL 0/1, K_DEC unscaled value, K_DATETIME ms since the epoch (UTC)
     double d       # K_FLT, K_DBL
     int64_t id     # a value read unchanged from the row: its id (NO_ID otherwise)
     PyObject* term  # a value read unchanged from a term (borrowed; NULL otherwise)
@@ -303,6 +306,8 @@ cdef class _Arithmetic(_Node):
         cdef Value b = self.right.eval(frame)
         if b.kind == K_OTHER:
             return b
+        if a.kind == K_DATETIME or b.kind == K_DATETIME:
+            return make(K_OTHER)
         if a.kind == K_ERROR or b.kind == K_ERROR or not is_numeric(a.kind) or not is_numeric(b.kind):
             # A non-numeric operand (a boolean) is a type error, as runtime.functions.numeric says.
             return make(K_ERROR)
@@ -362,12 +367,16 @@ cdef class _Compare(_Node):
             return b
         if a.kind == K_ERROR or b.kind == K_ERROR:
             return make(K_ERROR)
-        if not is_numeric(a.kind) or not is_numeric(b.kind):
+        cdef int rank = 0, order
+        if a.kind == K_DATETIME and b.kind == K_DATETIME and a.scale == b.scale:
+            # Both with a timezone or both without: instants compare (XSD §3.2.7.4); otherwise the
+            # order may be indeterminate, which the interpreter decides.
+            order = (a.i > b.i) - (a.i < b.i)
+        elif not is_numeric(a.kind) or not is_numeric(b.kind):
             return make(K_OTHER)  # booleans and mixed kinds: RDFterm-equal and friends stay interpreted
-        cdef int rank, order
-        if not promote(&a, &b, &rank):
+        elif not promote(&a, &b, &rank):
             return make(K_OTHER)
-        if rank >= 2:
+        elif rank >= 2:
             if isnan(a.d) or isnan(b.d):
                 return make_bool(self.op == 1)  # NaN is unordered and unequal to everything
             order = (a.d > b.d) - (a.d < b.d)
@@ -462,6 +471,8 @@ cdef class _Unary(_Node):
         cdef Value v = self.operand.eval(frame)
         if v.kind == K_OTHER or v.kind == K_ERROR:
             return v
+        if v.kind == K_DATETIME:
+            return make(K_OTHER)
         if not is_numeric(v.kind):
             return make(K_ERROR)
         cdef int kind = v.kind
@@ -628,7 +639,10 @@ cdef class NumericExpression:
             if code == INLINE_BOOLEAN:
                 return make_bool(field != 0)
             if code == INLINE_DATETIME:
-                return make(K_OTHER)
+                v = make(K_DATETIME)
+                v.i = (field >> TZ_BITS) - MS_BIAS
+                v.scale = (field & ((1 << TZ_BITS) - 1)) != 0
+                return v
             return make_int(field - INT_BIAS)  # every other inline type is an xsd integer type
         cdef unordered_map[int64_t, Value].iterator found = self.values.find(term_id)
         if found != self.values.end():

@@ -30,6 +30,15 @@ INTEGERS = ("0", "1", "-7", "42", "9223372036854775807", "-9223372036854775808",
 DECIMALS = ("0.0", "1.5", "-2.25", "1.50", "0.005986", "41.474937", "123456789.123456789", "99999999999999999.9", ".5", "-0.0", "1.")
 DOUBLES = ("0", "-0", "1.5", "-73.98", "1e3", "4.9E-324", "1.7976931348623157E308", "NaN", "INF", "-INF", "0.1", "abc")
 FLOATS = ("1.5", "0.1", "3.4028235E38", "-1e-45", "NaN")
+# Inline (with and without a timezone, equal instants in different zones) and dictionary forms.
+DATETIMES = (
+    "2013-01-01T00:00:00Z",
+    "2013-01-01T01:00:00+01:00",
+    "2013-01-01T00:02:00",
+    "2013-01-01T00:00:00.5Z",
+    "2013-01-01T00:00:00.000Z",
+    "1969-12-31T23:59:59-05:00",
+)
 
 
 def _literal(lexical: str, datatype: str) -> Literal:
@@ -45,6 +54,7 @@ TERMS = st.one_of(
     st.sampled_from(("true", "false", "1", "maybe")).map(lambda v: _literal(v, "boolean")),
     st.integers(-(10**6), 10**6).map(lambda v: _literal(str(v), "integer")),
     st.floats(allow_nan=True, allow_infinity=True).map(lambda v: _literal(repr(v).replace("inf", "INF").replace("nan", "NaN"), "double")),
+    st.sampled_from(DATETIMES).map(lambda v: _literal(v, "dateTime")),
     st.sampled_from((Literal("abc"), Literal(""), NamedNode("http://example.org/a"))),
 )
 
