@@ -27,6 +27,7 @@ from cpython.ref cimport PyObject
 from cython.operator cimport dereference as deref
 from libc.math cimport floor, ceil, fabs, copysign, isnan, isinf, NAN, INFINITY
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX, INT64_MIN
+from libc.stdlib cimport strtod
 from libc.string cimport memcpy
 from libcpp.unordered_map cimport unordered_map
 
@@ -45,6 +46,8 @@ from cqels_endpoint.runtime.functions import (
     numeric_literal,
 )
 from cqels_endpoint.runtime.functions.values import ILL_TYPED, KIND_BOOLEAN, KIND_NUMERIC
+from cqels_endpoint.runtime.functions.xsd import XSD_FLOAT
+from cqels_endpoint.terms import XSD_DOUBLE
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import Literal as AstLiteral
 from cqels_endpoint.terms import Var
@@ -561,11 +564,60 @@ cdef class _Coalesce(_Node):
         return make(K_ERROR)
 
 
+cdef bint read_double(str lexical, double* out):
+    """An xsd:double lexical form (runtime.functions.xsd.parse_double's grammar) read by strtod,
+    which rounds correctly as Python's float() does; False when the form is not in the grammar."""
+    cdef Py_ssize_t n = len(lexical), i = 0, digits = 0
+    if lexical in ("INF", "+INF"):
+        out[0] = INFINITY
+        return True
+    if lexical == "-INF":
+        out[0] = -INFINITY
+        return True
+    if lexical == "NaN":
+        out[0] = NAN
+        return True
+    if n == 0 or n > 64:
+        return False
+    if lexical[0] == u'+' or lexical[0] == u'-':
+        i = 1
+    while i < n and u'0' <= lexical[i] <= u'9':
+        i += 1
+        digits += 1
+    if i < n and lexical[i] == u'.':
+        i += 1
+        while i < n and u'0' <= lexical[i] <= u'9':
+            i += 1
+            digits += 1
+    if digits == 0:
+        return False
+    if i < n and (lexical[i] == u'e' or lexical[i] == u'E'):
+        i += 1
+        if i < n and (lexical[i] == u'+' or lexical[i] == u'-'):
+            i += 1
+        if i == n:
+            return False
+        while i < n and u'0' <= lexical[i] <= u'9':
+            i += 1
+    if i != n:
+        return False
+    cdef bytes ascii = lexical.encode("ascii")
+    out[0] = strtod(ascii, NULL)
+    return True
+
+
 cdef Value value_of_term(term):
     """The value of a term as read by runtime.functions (K_OTHER outside the subset)."""
     cdef Value v
+    cdef double d
     if type(term) is not Literal:
         return make(K_OTHER)
+    datatype = term.datatype.value
+    if datatype == XSD_DOUBLE or datatype == XSD_FLOAT:
+        # The common stream literal, read without the regex and the cache of literal_value.
+        if not read_double(term.value, &d):
+            return make(K_OTHER)
+        return make_double(K_DBL if datatype == XSD_DOUBLE else K_FLT, d)
     kind, rank, value = literal_value(term)
     if value is ILL_TYPED or value is None:
         return make(K_OTHER)
@@ -678,6 +730,9 @@ cdef class NumericExpression:
 
     def passes(self, row):
         """FILTER semantics on the result: its effective boolean value, an error being false."""
+        return self.test(row)
+
+    cdef bint test(self, row) except -1:
         cdef Value v = self.run(row)
         cdef int value
         if v.kind != K_OTHER:
@@ -827,3 +882,18 @@ cdef class Descending:
 
     def __hash__(self):
         return hash(self.key)
+
+
+cdef class Conjunction:
+    """A FILTER of several numeric expressions (``compile_filter``): a row passes when every one
+    passes, each with the FILTER semantics of :meth:`NumericExpression.passes`, tested in order."""
+    cdef list expressions
+
+    def __init__(self, list expressions):
+        self.expressions = expressions
+
+    def passes(self, row):
+        for expression in self.expressions:
+            if not (<NumericExpression>expression).test(row):
+                return False
+        return True

@@ -67,7 +67,7 @@ __all__ = [
 COMPILED = not use_pure_python()
 if COMPILED:
     with compiled_imports("numeric expressions"):
-        from cqels_endpoint.runtime._expressions import Descending, NumericExpression, compile_numeric
+        from cqels_endpoint.runtime._expressions import Conjunction, Descending, NumericExpression, compile_numeric
 
 Row = Mapping[str, object]
 Compiled = Callable[[Row], object]
@@ -127,6 +127,9 @@ def compile_filter(exprs, **context) -> Callable[[Row], bool]:
                 return False
 
         return passes_one
+
+    if COMPILED and all(isinstance(condition, NumericExpression) for condition in compiled):
+        return Conjunction(compiled).passes
 
     def passes_all(row: Row) -> bool:
         try:
