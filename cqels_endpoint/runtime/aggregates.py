@@ -5,7 +5,9 @@ twin (``operators.reference.aggregate``) — reduce a group to, per aggregate, t
 argument values that evaluated without error (sorted by :func:`value_key`; a set for DISTINCT)
 plus the number of arguments that raised an error or were unbound. :func:`finish` turns that into
 the aggregate's term by its row in ``AGGREGATES``, or None (unbound) where SPARQL says the
-aggregate is an error. The rules follow pyoxigraph, the engine's recompute oracle:
+aggregate is an error; the incremental operator keeps the same results up to date per delta with
+the pieces below (:func:`summand`, :func:`sum_literal`, :func:`average_literal`). The rules follow
+pyoxigraph, the engine's recompute oracle:
 
 - ``COUNT`` counts the values without error; ``COUNT(*)`` counts solutions.
 - ``SUM``, ``AVG``, ``MIN``, ``MAX``, ``GROUP_CONCAT`` and ``MEDIAN`` are errors as soon as one
@@ -17,9 +19,18 @@ aggregate is an error. The rules follow pyoxigraph, the engine's recompute oracl
 Choices where the spec leaves freedom, made so that both evaluation modes agree whatever order
 solutions arrive and expire in:
 
-- ``SUM``/``AVG`` add the values in :func:`value_key` order (exact for integers and decimals; for
-  floats/doubles the result is that of this order, which may differ from pyoxigraph's in the last
-  bits).
+- ``SUM`` is *the correctly rounded sum*: the exact sum of the values (integers and decimals as
+  they are, floats and doubles as the binary numbers they denote, each an integer multiple of
+  2⁻¹⁰⁷⁴), rounded once, to nearest with ties to even, to the datatype SPARQL's promotion gives
+  (integer < decimal < float < double: the highest among the values). Integer and decimal sums are
+  therefore exact, and a float/double sum does not depend on the order values arrive or leave in:
+  a retraction leaves no residue. A NaN among float/double values makes the sum NaN, and so does
+  +INF with -INF; otherwise an infinite value makes it that infinity, and a finite exact sum
+  beyond the type's range rounds to ±INF. pyoxigraph adds one value at a time, rounding each
+  partial sum (and promoting each integer or decimal to the result type first), so its float and
+  double sums may differ in the last bits, and it overflows to INF when a partial sum does.
+- ``AVG`` is that ``SUM`` divided by the number of values with SPARQL's ``/`` (a decimal for
+  integers, xsd:decimal division truncated at 18 digits as pyoxigraph does).
 - ``GROUP_CONCAT`` concatenates in :func:`value_key` order (pyoxigraph uses the order solutions
   come out of its store, which is not a function of the window's contents). The result is a
   simple literal even when every value carries the same language tag, as the W3C tests
@@ -37,7 +48,10 @@ solutions arrive and expire in:
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import NamedTuple
 
 from pyoxigraph import Literal, NamedNode
@@ -46,6 +60,7 @@ from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
 from cqels_endpoint.runtime import functions as fn
 from cqels_endpoint.runtime.expressions import ExpressionError, order_key
 from cqels_endpoint.runtime.functions import integer_literal
+from cqels_endpoint.runtime.functions.xsd import EXACT, RANK_DECIMAL, RANK_FLOAT, RANK_INTEGER
 
 _ZERO = integer_literal(0)
 
@@ -74,17 +89,114 @@ def _last(values: Sequence, separator: str | None):
     return values[-1] if values else None
 
 
+# ---------------------------------------------------------------------- the correctly rounded sum
+
+# Where a value goes in an exact sum (:func:`summand`): integers and decimals are added as they
+# are; a finite float or double as an integer count of 2**-1074 (every binary32/binary64 number is
+# one); NaN and the infinities are only counted.
+SLOT_INTEGER, SLOT_DECIMAL, SLOT_BINARY, SLOT_NAN, SLOT_POSITIVE_INFINITY, SLOT_NEGATIVE_INFINITY = range(6)
+BINARY_UNIT_EXPONENT = 1074
+# Binary formats as (significant bits, exponent of the smallest subnormal, largest finite number).
+_BINARY64 = (53, -1074, sys.float_info.max)
+_BINARY32 = (24, -149, 3.4028234663852886e38)
+
+
+def summand(term) -> tuple[int, int, object]:
+    """``(rank, slot, amount)`` of a numeric term in an exact sum: its numeric rank, the ``SLOT_*``
+    it is added to and what is added there (None for NaN and the infinities); ExpressionError for
+    anything but a well-typed numeric literal."""
+    rank, value = fn.numeric(term)
+    if rank == RANK_INTEGER:
+        return rank, SLOT_INTEGER, value
+    if rank == RANK_DECIMAL:
+        return rank, SLOT_DECIMAL, value
+    if value != value:
+        return rank, SLOT_NAN, None
+    if value == math.inf:
+        return rank, SLOT_POSITIVE_INFINITY, None
+    if value == -math.inf:
+        return rank, SLOT_NEGATIVE_INFINITY, None
+    numerator, denominator = value.as_integer_ratio()  # the denominator is a power of two ≤ 2**1074
+    return rank, SLOT_BINARY, numerator << (BINARY_UNIT_EXPONENT + 1 - denominator.bit_length())
+
+
+def _round_binary(numerator: int, denominator: int, binary_format: tuple[int, int, float]) -> float:
+    """``numerator / denominator`` (denominator > 0) rounded once to the nearest number of
+    ``binary_format`` (``_BINARY64`` or ``_BINARY32``), ties to even; beyond its range, ±INF."""
+    precision, min_exponent, largest = binary_format
+    if numerator == 0:
+        return 0.0
+    magnitude = abs(numerator)
+    # The exponent of the last kept bit, so that the quotient has `precision` bits (or fewer, subnormal).
+    exponent = max(magnitude.bit_length() - denominator.bit_length() - precision, min_exponent)
+    while True:
+        if exponent >= 0:
+            dividend, divisor = magnitude, denominator << exponent
+        else:
+            dividend, divisor = magnitude << -exponent, denominator
+        quotient, remainder = divmod(dividend, divisor)
+        if quotient.bit_length() <= precision:
+            break
+        exponent += 1
+    if 2 * remainder > divisor or (2 * remainder == divisor and quotient & 1):
+        quotient += 1
+    try:
+        result = math.ldexp(quotient, exponent)
+    except OverflowError:
+        result = math.inf
+    if result > largest:
+        result = math.inf
+    return -result if numerator < 0 else result
+
+
+def sum_literal(
+    rank: int, integers: int, decimals: Decimal, binary: int, nan: int, positive_infinity: int, negative_infinity: int
+) -> Literal:
+    """The term of the correctly rounded sum (module docstring) of values of highest rank ``rank``
+    whose :func:`summand` amounts add up to ``integers``, ``decimals`` and ``binary`` (in units of
+    2**-1074), ``nan``/``positive_infinity``/``negative_infinity`` of them being those specials."""
+    if rank == RANK_INTEGER:
+        return fn.numeric_literal(rank, integers)
+    if rank == RANK_DECIMAL:
+        return fn.numeric_literal(rank, EXACT.add(Decimal(integers), decimals))
+    if nan or (positive_infinity and negative_infinity):
+        value = math.nan
+    elif positive_infinity or negative_infinity:
+        value = math.inf if positive_infinity else -math.inf
+    else:
+        numerator, denominator = binary + (integers << BINARY_UNIT_EXPONENT), 1 << BINARY_UNIT_EXPONENT
+        if decimals:
+            decimal_numerator, decimal_denominator = decimals.as_integer_ratio()
+            numerator = numerator * decimal_denominator + (decimal_numerator << BINARY_UNIT_EXPONENT)
+            denominator *= decimal_denominator
+        value = _round_binary(numerator, denominator, _BINARY32 if rank == RANK_FLOAT else _BINARY64)
+    return fn.numeric_literal(rank, value)
+
+
+def average_literal(total: Literal, count: int) -> Literal:
+    """AVG from the SUM of ``count`` values: ``total / count`` with SPARQL's ``/``, 0 over no values."""
+    if not count:
+        return _ZERO
+    return fn.arithmetic("/", total, integer_literal(count))
+
+
 def _sum(values: Sequence, separator: str | None = None) -> Literal:
-    total = _ZERO
+    rank = RANK_INTEGER
+    totals: list = [0, Decimal(0), 0, 0, 0, 0]  # by slot
     for value in values:
-        total = fn.arithmetic("+", total, value)
-    return total
+        value_rank, slot, amount = summand(value)
+        rank = max(rank, value_rank)
+        if slot == SLOT_DECIMAL:
+            totals[slot] = EXACT.add(totals[slot], amount)
+        elif amount is None:
+            totals[slot] += 1
+        else:
+            totals[slot] += amount
+    return sum_literal(rank, *totals)
 
 
 def _avg(values: Sequence, separator: str | None) -> Literal:
-    if not values:
-        return _ZERO
-    return fn.arithmetic("/", _sum(values), integer_literal(len(values)))
+    return average_literal(_sum(values), len(values))
 
 
 def _median(values: Sequence, separator: str | None):
