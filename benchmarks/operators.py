@@ -22,14 +22,28 @@ re-sorts), the twin on the first ``--twin-events`` events only (it re-scans ever
 every pair or every row per tick). The top-k workload is ``ORDER BY DESC(?v) LIMIT 10`` over the
 window; its former implementation was never committed, so it is only timed when ``--former-topk``
 names a saved copy of operators/topk.py from before the port.
+
+    python benchmarks/operators.py --sweep [--baseline /tmp/base] [--sweep-sizes 1000 10000 100000]
+
+measures, instead, the cost of one delta against the state an upper operator holds (DISTINCT,
+NOT EXISTS keyed on its shared column and with a correlated filter, OPTIONAL, top-k with LIMIT 10 and
+with OFFSET 10 alone), N rows per input, each point in a process of its own (so that the resident
+memory gained while filling it is the operator's). ``--baseline`` names another checkout, built in
+place (``git worktree add /tmp/base <rev>``, then ``python setup.py build_ext --inplace`` there): its
+operators run the same workload in the same run, alternating with this checkout's.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
+import json
+import os
 import random
 import statistics
 import subprocess
+import sys
 import time
 import types
 from pathlib import Path
@@ -42,13 +56,13 @@ from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.operators import _aggregate, _distinct, _negation, _optional, _topk, _union
 from cqels_endpoint.operators import _join as compiled
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.operators.reference import aggregate as twin_aggregate
 from cqels_endpoint.operators.reference import join as twin
 from cqels_endpoint.operators.reference import negation as twin_negation
 from cqels_endpoint.operators.reference import topk as twin_topk
 from cqels_endpoint.operators.static_cache import StaticCache
 from cqels_endpoint.query.visit import walk
+from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.runtime.encoding import TermDictionary
 
 IMPLEMENTATIONS = {"compiled": compiled, "twin": twin}
@@ -287,6 +301,192 @@ def stateful_table(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+# ---------------------------------------------------------------- per-delta cost against state size
+
+# Each sweep workload is (ports, row of (port, seq)): row values are fresh ints computed from the
+# sequence number, so the operator under test is the only holder of the rows it keeps and the
+# driver can rebuild the row of an expiry instead of remembering it.
+SWEEP_BASE = 1 << 40  # far from the inline-id range: plain dictionary-like ids
+SWEEP_FILL_TICK = 1_000
+SWEEP_ROUND_SECONDS = 5.0  # a round stops early past this (the old top-k with OFFSET alone is O(n) a tick)
+SWEEP_OPERATORS = (
+    "distinct",
+    "not exists (by key)",
+    "not exists + correlated filter",
+    "optional",
+    "top-k LIMIT 10",
+    "top-k OFFSET 10",
+)
+
+
+def _scramble(seq: int, space: int) -> int:
+    return (seq * 2_654_435_761) % space
+
+
+def sweep_rows(operator: str, size: int):
+    """``(port, seq) -> row`` for ``operator`` with ``size`` live rows per input."""
+    if operator == "distinct":
+        return lambda port, seq: (SWEEP_BASE + _scramble(seq, 2 * size), SWEEP_BASE + seq % 3)
+    if operator.startswith("top-k"):
+        dictionary = TermDictionary()
+        integer = ox.NamedNode(XSD_INTEGER)
+        values = [dictionary.encode(ox.Literal(str(i), datatype=integer)) for i in range(4096)]
+        return lambda port, seq: (values[seq % 64], values[_scramble(seq, 4096)])
+    # Two inputs sharing ?loc, about one row per key and side: (?person ?loc) and (?loc ?tag).
+    return lambda port, seq: (
+        (SWEEP_BASE + seq, SWEEP_BASE + _scramble(seq, size)) if port == 0
+        else (SWEEP_BASE + _scramble(seq, size), SWEEP_BASE + seq)
+    )
+
+
+def sweep_operator(operator: str):
+    left, right = ("person", "loc"), ("loc", "tag")
+    if operator == "distinct":
+        return _distinct.Distinct(("a", "b"))
+    if operator == "not exists (by key)":
+        return _negation.Negation(left, right, "not exists")
+    if operator == "not exists + correlated filter":
+        return _negation.Negation(left, right, "not exists", correlated)
+    if operator == "optional":
+        return _optional.OptionalJoin(left, right)
+    order = "ORDER BY DESC(?v)"
+    query = f"SELECT ?g ?v WHERE {{ ?g <http://ex.org/v> ?v }} {order}"
+    conditions = next(node for node in walk(to_algebra(parse_query(query))) if isinstance(node, n.OrderBy)).conditions
+    offset, limit = (0, 10) if operator == "top-k LIMIT 10" else (10, None)
+    return _topk.TopK(("g", "v"), conditions, ("g", "v"), TermDecoder(TermDictionary()), offset, limit)
+
+
+def resident_bytes() -> int:
+    """Resident memory after a collection and after returning the C heap's free pages to the system."""
+    gc.collect()
+    ctypes.CDLL(None).malloc_trim(0)
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def sweep_child(operator: str, size: int, steps: int, repeat: int) -> dict:
+    """One operator filled with ``size`` rows per input (one tick), then ``repeat`` rounds of ``steps``
+    ticks of the steady state (one row in, the oldest out, on each input in turn): resident memory
+    per row held and µs per delta. Runs in a process of its own, so the memory is the operator's."""
+    row_of = sweep_rows(operator, size)
+    warm = sweep_operator(operator)  # first calls: lazy imports, compiled expressions, allocator pools
+    for port in range(warm.arity):
+        warm.on_batch(port, [Delta(row_of(port, seq), 1, (seq,)) for seq in range(100)])
+        warm.on_punctuation(0)
+    operator_under_test = sweep_operator(operator)
+    top = Counting(operator_under_test.schema)
+    operator_under_test.connect(top)
+    ports = range(operator_under_test.arity)
+    del warm
+    before = resident_bytes()
+    # Filled in ticks of SWEEP_FILL_TICK rows, so that the driver's transient objects are reused
+    # rather than piled up in memory the allocator keeps.
+    for start in range(0, size * len(ports), SWEEP_FILL_TICK):
+        for port in ports:
+            operator_under_test.on_batch(
+                port, [Delta(row_of(port, seq), 1, (seq,)) for seq in range(start + port, min(start + SWEEP_FILL_TICK, size * len(ports)), len(ports))]
+            )
+        for _port in ports:
+            operator_under_test.on_punctuation(start)
+    held = resident_bytes() - before
+    filled = top.inputs_seen
+    oldest, seq, timings, ticks = 0, size * len(ports), [], 0
+    for _ in range(repeat):
+        start = time.process_time()  # CPU time: other jobs on the machine stretch wall time, not this
+        for tick in range(steps):
+            port = tick % len(ports)
+            operator_under_test.on_batch(port, [Delta(row_of(port, seq), 1, (seq,))])
+            operator_under_test.on_batch(port, [Delta(row_of(port, oldest), -1, (oldest,))])
+            for _port in ports:
+                operator_under_test.on_punctuation(seq)
+            seq += 1
+            oldest += 1
+            if tick % 50 == 49 and time.process_time() - start > SWEEP_ROUND_SECONDS:
+                break  # a slow point: fewer ticks
+        ticks = tick + 1
+        timings.append((time.process_time() - start) / (2 * ticks) * 1e6)
+    return {"us_per_delta": timings, "bytes_per_row": held / (size * len(ports)), "ticks": ticks, "filled": filled}
+
+
+def sweep(args: argparse.Namespace) -> list[str]:
+    """The sweep in child processes, this checkout against ``--baseline`` (a checkout of the revision
+    to compare with, built in place), alternating the two for every point."""
+    trees = {"this checkout": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
+    revisions = {name: git_revision(tree) for name, tree in trees.items()}
+    described = ", ".join(f"{name} = {tree} (git {revisions[name]})" for name, tree in trees.items())
+    lines = [
+        "",
+        "## Per-delta cost and memory against state size",
+        "",
+        f"{described}. Each point is a fresh process per implementation: the operator is filled with "
+        f"N rows per input (ticks of {SWEEP_FILL_TICK:,} rows), then runs {args.sweep_steps} ticks of its steady state (one row in, "
+        f"the oldest out, inputs in turn); µs per delta in process CPU time, median of {args.repeat} rounds; bytes per row held "
+        "= resident-memory growth over the fill / rows held. Load average at start: "
+        f"{os.getloadavg()[0]:.2f}.",
+        "",
+        "| operator | N | " + " | ".join(f"{name} µs/delta" for name in trees) + " | "
+        + " | ".join(f"{name} B/row" for name in trees) + (" | speed-up | memory |" if len(trees) > 1 else " |"),
+        "|---|---:|" + "---:|" * (2 * len(trees) + (2 if len(trees) > 1 else 0)),
+    ]
+    results: dict[tuple[str, int], dict[str, dict]] = {}
+    for operator in SWEEP_OPERATORS:
+        for size in args.sweep_sizes:
+            point = results[(operator, size)] = {}
+            for name, tree in trees.items():
+                run = subprocess.run(
+                    [sys.executable, __file__, "--sweep-child", operator, str(size),
+                     "--sweep-steps", str(args.sweep_steps), "--repeat", str(args.repeat)],
+                    env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, check=True,
+                )
+                point[name] = json.loads(run.stdout.splitlines()[-1])
+            if len({point[name]["filled"] for name in trees}) > 1:
+                raise AssertionError(f"{operator} N={size}: the checkouts emitted different outputs for the same fill")
+            cost = {name: statistics.median(point[name]["us_per_delta"]) for name in trees}
+            memory = {name: point[name]["bytes_per_row"] for name in trees}
+            line = (f"| {operator} | {size:,} | " + " | ".join(f"{cost[name]:.2f}" for name in trees) + " | "
+                    + " | ".join(f"{memory[name]:,.0f}" for name in trees) + " |")
+            if len(trees) > 1:
+                line += (f" {cost['baseline'] / cost['this checkout']:.2f}× |"
+                         f" {memory['baseline'] / max(memory['this checkout'], 1):.2f}× smaller |")
+            lines.append(line)
+            print(line, flush=True)
+    if args.sweep_plot:
+        plot_sweep(results, trees, args.sweep_plot)
+        lines.extend(["", f"![per-delta cost against state size]({args.sweep_plot.name})"])
+    return lines
+
+
+def git_revision(tree: Path) -> str:
+    """The checkout's commit, with "+ changes" when its working tree differs from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tree, capture_output=True, text=True).stdout.strip()
+
+    return git("rev-parse", "--short", "HEAD") + (" + changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def plot_sweep(results: dict, trees: dict, path: Path) -> None:
+    from engine import pyplot  # the shared optional matplotlib import of the engine benchmark
+
+    plt = pyplot()
+    if plt is None:
+        return
+    figure, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True)
+    for axis, operator in zip(axes.flat, SWEEP_OPERATORS):
+        sizes = sorted(size for op, size in results if op == operator)
+        for name in trees:
+            axis.plot(sizes, [statistics.median(results[(operator, size)][name]["us_per_delta"]) for size in sizes],
+                      marker="o", label=name)
+        axis.set_title(operator, fontsize=10)
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_ylabel("µs per delta (log)")
+        axis.grid(alpha=0.3)
+    axes.flat[0].legend()
+    for axis in axes[1]:
+        axis.set_xlabel("rows held per input")
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, nargs="+", default=[10_000, 100_000])
@@ -300,9 +500,29 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "operators.md")
+    parser.add_argument("--sweep", action="store_true",
+                        help="only the per-delta cost against state size sweep of the upper operators (to --sweep-out)")
+    parser.add_argument("--sweep-sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--sweep-steps", type=int, default=2_000)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a checkout of the revision to compare with, built in place (git worktree add … ; "
+                        "python setup.py build_ext --inplace there)")
+    parser.add_argument("--sweep-out", type=Path, default=Path(__file__).parent / "results" / "operators_sweep.md")
+    parser.add_argument("--sweep-plot", type=Path, default=Path(__file__).parent / "results" / "operators_sweep.png")
+    parser.add_argument("--sweep-child", nargs=2, metavar=("OPERATOR", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sweep_child:
+        operator, size = args.sweep_child
+        print(json.dumps(sweep_child(operator, int(size), args.sweep_steps, args.repeat)))
+        return
     from indexes import machine  # the shared machine line of the index benchmark
 
+    if args.sweep:
+        lines = ["# Upper operators against state size (`operators.py --sweep`)", "", f"Machine: {machine()}.", *sweep(args)]
+        args.sweep_out.parent.mkdir(parents=True, exist_ok=True)
+        args.sweep_out.write_text("\n".join(lines) + "\n")
+        print(f"written {args.sweep_out}")
+        return
     lines = [
         "# Operators: window buffers + adaptive multiway join, upper operators",
         "",

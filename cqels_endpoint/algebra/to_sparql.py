@@ -14,9 +14,11 @@ blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a bl
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
 one triples block was split into. ``MEDIAN(e)`` (our extension) is written as the pyoxigraph custom
 aggregate ``<MEDIAN_IRI>(e)``: the evaluator passes ``runtime.aggregates.CUSTOM_AGGREGATES`` to
-``Store.query``. Two forms are spelled so that pyoxigraph, which deviates on them, gives the spec's
-answer too: ``GROUP_CONCAT(…)`` as ``STR(GROUP_CONCAT(…))`` (a simple literal) and a ``GRAPH ?g``
-whose pattern mentions ?g over a fresh graph variable (``scoped_graph``). Terms, expressions and
+``Store.query``. Three forms are spelled so that pyoxigraph, which deviates on them, gives the spec's
+answer too: ``GROUP_CONCAT(…)`` as ``STR(GROUP_CONCAT(…))`` (a simple literal), a ``GRAPH ?g``
+whose pattern mentions ?g over a fresh graph variable (``scoped_graph``), and a ``GRAPH ?g`` over a
+VALUES, a sub-select or a MINUS graph by graph (``graph_by_graph``), when the caller gives the
+named graphs of the store the text runs on (``store_graphs``). Terms, expressions and
 property paths are written by the AST serializer's writers
 (``query.serialize``), so IRIs are written in full; the prologue is only the query's BASE (which
 ``IRI()`` resolves against).
@@ -24,7 +26,7 @@ property paths are written by the AST serializer's writers
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
@@ -39,17 +41,32 @@ from cqels_endpoint.terms import IRI, BlankNode, Var
 WindowGraph = Callable[[n.StreamPattern], IRI]
 
 
-def to_sparql(query: n.AlgebraQuery, window_graph: WindowGraph | None = None) -> str:
+def to_sparql(
+    query: n.AlgebraQuery, window_graph: WindowGraph | None = None, store_graphs: Sequence[IRI] | None = None
+) -> str:
     """SPARQL text for ``query``; ``window_graph`` names the graph holding a stream pattern's window.
 
-    Without ``window_graph`` a query with stream patterns raises ``PlanError``.
+    Without ``window_graph`` a query with stream patterns raises ``PlanError``. ``store_graphs`` are
+    the named graphs of the store the text is for (None: unknown, or not all nameable by an IRI);
+    only a query for which ``needs_store_graphs`` holds reads them, and its text is then valid for
+    that store content only.
     """
-    return _Writer(window_graph).query(query)
+    return _Writer(window_graph, store_graphs).query(query)
+
+
+def needs_store_graphs(query: n.AlgebraQuery) -> bool:
+    """Whether ``to_sparql(query, …, store_graphs)`` writes a ``GRAPH ?g`` graph by graph."""
+    return any(
+        isinstance(x, n.Graph) and isinstance(x.name, Var) and _misscoped(x.pattern) for x in walk(query.pattern)
+    )
 
 
 class _Writer:
-    def __init__(self, window_graph: WindowGraph | None):
+    def __init__(self, window_graph: WindowGraph | None, store_graphs: Sequence[IRI] | None = None):
         self.window_graph = window_graph
+        self.store_graphs = store_graphs
+        # The named graphs a GRAPH ?g ranges over (``_query`` sets them), when the text can name them.
+        self.named_graphs: tuple[IRI, ...] | None = None
         self._exists_depth = 0
         self._graphs = 0  # the GRAPH patterns written over a fresh variable (``scoped_graph``)
 
@@ -131,6 +148,8 @@ class _Writer:
                 names = " ".join(self.var(v) for v in variables)
                 body = " ".join("(" + " ".join(self.term(x) for x in row) + ")" for row in rows)
                 return f"VALUES ({names}) {{ {body} }}"
+            case n.Graph(name, inner) if isinstance(name, Var) and self.named_graphs is not None and _misscoped(inner):
+                return self.graph_by_graph(name, inner)
             case n.Graph(name, inner) if isinstance(name, Var) and _needs_scoping(name, inner):
                 return self.scoped_graph(name, inner)
             case n.Graph(name, inner):
@@ -166,6 +185,24 @@ class _Writer:
             f"{{ SELECT {visible} {g} WHERE {{ {{ SELECT {visible} ({g} AS {own}) {graph} WHERE "
             f"{{ GRAPH {graph} {self.braced(inner)} }} }} FILTER (!BOUND({own}) || sameTerm({own}, {graph})) "
             f"BIND ({graph} AS {g}) }} }}"
+        )
+
+    def graph_by_graph(self, name: Var, inner: n.Pattern) -> str:
+        """``GRAPH ?g { P }`` where P holds a VALUES, a sub-select or a MINUS, as SPARQL §18.6 defines
+        it: the union, over the named graphs G of the dataset, of ``GRAPH G { P }`` joined with
+        ``?g = G`` (P's own ?g, if it binds one, must be compatible with G).
+
+        pyoxigraph evaluates ``GRAPH ?g`` by binding ?g inside P: a sub-select or a VALUES then binds
+        no ?g at all (``SELECT (COUNT(*) …)`` counts over every graph at once), and a MINUS shares ?g
+        between its sides, so it removes what it should not; with a constant graph name it scopes
+        P right. The text lists the graphs, so it holds for the store content it was written for.
+        """
+        g = self.var(name)
+        if not self.named_graphs:
+            return f"VALUES {g} {{ }}"
+        return " UNION ".join(
+            f"{{ GRAPH {self.term(graph)} {self.braced(inner)} VALUES {g} {{ {self.term(graph)} }} }}"
+            for graph in self.named_graphs
         )
 
     def group_select(self, group: n.Group) -> str:
@@ -236,6 +273,8 @@ class _Writer:
 
     def _query(self, query: n.AlgebraQuery) -> str:
         clauses = [d for d in query.datasets if isinstance(d, ast.DatasetClause)]
+        # A dataset clause replaces the store's graphs: GRAPH ?g then ranges over the FROM NAMED ones.
+        self.named_graphs = tuple(d.iri for d in clauses if d.named) if clauses else self.store_graphs
         datasets = "".join(f" FROM {'NAMED ' if d.named else ''}{self.term(d.iri)}" for d in clauses)
         if clauses and self.window_graph is not None:
             # A dataset clause replaces the whole dataset: the window graphs must be named in it.
@@ -260,6 +299,12 @@ class _Writer:
 
 
 _BINDS_NO_GRAPH = (n.Table, n.Group, n.Project, n.Distinct, n.Reduced, n.OrderBy, n.Slice)
+
+
+def _misscoped(inner: n.Pattern) -> bool:
+    """Whether pyoxigraph's ``GRAPH ?g { inner }`` differs from SPARQL's even over a fresh graph
+    variable: ``inner`` holds a VALUES or a sub-select (no ?g bound) or a MINUS (?g shared)."""
+    return any(isinstance(x, (*_BINDS_NO_GRAPH, n.Minus)) for x in walk(inner))
 
 
 def _needs_scoping(name: Var, inner: n.Pattern) -> bool:

@@ -17,9 +17,11 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.aggregates import MEDIAN_IRI
+from cqels_endpoint.algebra.to_sparql import needs_store_graphs, to_sparql
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
+from cqels_endpoint.terms import IRI
 
 StaticSource = object
 """A ``cqels_endpoint.static_store.StaticStore``, a ``pyoxigraph.Store``, or None (no static data)."""
@@ -86,6 +88,25 @@ def static_solutions(static: StaticSource, text: str) -> Iterator[ox.QuerySoluti
 
 
 def compute_cache(cache: StaticCache, static: StaticSource) -> list[tuple]:
-    """The mappings of ``cache`` as tuples of pyoxigraph terms (None for unbound) aligned with its schema."""
-    return [tuple(solution[name] for name in cache.schema) for solution in static_solutions(static, cache.sparql)]
+    """The mappings of ``cache`` as tuples of pyoxigraph terms (None for unbound) aligned with its schema.
+
+    A cache whose text depends on the store's named graphs (``to_sparql.needs_store_graphs``: a
+    ``GRAPH ?g`` pyoxigraph must evaluate graph by graph) is written again for the graphs ``static``
+    has now.
+    """
+    text = cache.sparql
+    if cache.select is not None and needs_store_graphs(cache.select):
+        text = to_sparql(cache.select, store_graphs=store_graph_iris(static))
+    return [tuple(solution[name] for name in cache.schema) for solution in static_solutions(static, text)]
+
+
+def store_graph_iris(store: StaticSource) -> tuple[IRI, ...] | None:
+    """The named graphs of ``store`` as IRIs, sorted; None when one is a blank node, which query text
+    cannot name (``to_sparql`` then keeps pyoxigraph's own ``GRAPH ?g``)."""
+    if store is None:
+        return ()
+    names = [g if isinstance(g, str) else g.value if isinstance(g, ox.NamedNode) else None for g in store.named_graphs()]
+    if any(name is None or name.startswith("_:") for name in names):
+        return None
+    return tuple(IRI(name) for name in sorted(names))
 

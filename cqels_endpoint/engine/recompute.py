@@ -15,6 +15,10 @@ The query text is the optimised algebra written by ``algebra.to_sparql``, after 
   invisible to the static patterns; with ``FROM``/``FROM NAMED`` the window graphs are added as
   ``FROM NAMED`` so that the query's own dataset is otherwise kept as written.
 
+A static ``GRAPH ?g`` over a VALUES, a sub-select or a MINUS is written graph by graph over the
+static named graphs (``to_sparql.graph_by_graph``, as the static caches are), so the text is
+written again at each copy of the static data.
+
 A CONSTRUCT query's ``Γ`` is the bag of solutions of its WHERE clause over its in-scope variables
 (what ``SELECT *`` would return, modifiers kept); the engine instantiates the template on them.
 Every ORDER BY and LIMIT/OFFSET is run with the tie-break of ``algebra.ties`` (the projected
@@ -34,8 +38,9 @@ import pyoxigraph as ox
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.rewrite import bottom_up
 from cqels_endpoint.algebra.ties import break_ties
-from cqels_endpoint.algebra.to_sparql import to_sparql
+from cqels_endpoint.algebra.to_sparql import needs_store_graphs, to_sparql
 from cqels_endpoint.algebra.variables import in_scope
+from cqels_endpoint.caches.engines import store_graph_iris
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.query import ast
@@ -60,17 +65,22 @@ class RecomputeEvaluator:
     """Re-evaluates the whole query with pyoxigraph at every evaluation time (the Evaluator protocol).
 
     ``static`` is a ``StaticStore`` (anything iterable as pyoxigraph quads) or None; ``dictionary``
-    is unused (Γ is computed on terms); ``name`` names the window graphs.
+    decodes the window triples, which come as term ids (Γ is computed on terms); ``name`` names the
+    window graphs.
     """
 
     def __init__(self, query: n.AlgebraQuery, patterns: list[StreamTriple], static=None, dictionary=None, *, name: str = "q"):
         self.query = query
         self.patterns = patterns
         self.static = static
+        self.dictionary = dictionary
         self.name = name
         self.store = ox.Store()
         self.graphs = [ox.NamedNode(window_graph_iri(name, st.id)) for st in patterns]
-        self.sparql = to_sparql(_rewrite(query, [g.value for g in self.graphs]))
+        self._rewritten = _rewrite(query, [g.value for g in self.graphs])
+        # Rewritten with the static named graphs at every copy when a GRAPH ?g is spelled graph by graph.
+        self._by_graph = needs_store_graphs(self._rewritten)
+        self.sparql = to_sparql(self._rewritten)
         self._window_triples: list[dict[int, ox.Triple]] = [{} for _ in patterns]
         self._copies: list[Counter] = [Counter() for _ in patterns]
         # Copied now: a query sees the static data of its registration from its first evaluation.
@@ -81,7 +91,8 @@ class RecomputeEvaluator:
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
-    def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None:
+    def on_insert(self, pattern_id: int, ids: tuple[int, int, int], t: int, seq: int) -> None:
+        triple = ox.Triple(*self.dictionary.decode_row(ids))
         self._window_triples[pattern_id][seq] = triple
         copies = self._copies[pattern_id]
         copies[triple] += 1
@@ -167,6 +178,11 @@ class RecomputeEvaluator:
         if self.static is not None:
             self.store.extend(iter(self.static))
         self._static_dirty = False
+        if self._by_graph:
+            graphs = store_graph_iris(self.static)
+            windows = {g.value for g in self.graphs}
+            static_graphs = None if graphs is None else tuple(g for g in graphs if g.value not in windows)
+            self.sparql = to_sparql(self._rewritten, store_graphs=static_graphs)
 
 
 def _rewrite(query: n.AlgebraQuery, graphs: list[str]) -> n.AlgebraQuery:

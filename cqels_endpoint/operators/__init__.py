@@ -1,6 +1,6 @@
 """Physical operators of the continuous engine, and the one place that picks their implementation.
 
-Nine operators are compiled with Cython (``_*.pyx``, with the join's indexes in ``_indexes.pyx``)
+Ten operators are compiled with Cython (``_*.pyx``, with the join's indexes in ``_indexes.pyx``)
 and have a pure-Python twin in the ``reference/`` module of the same name (same constructor, same
 output deltas; the property tests compare the two). What a pair shares lives once in ``shared/``,
 imported by both sides. The engine takes these operators from here: the compiled ones, or the twins
@@ -16,6 +16,7 @@ if COMPILED:
         from cqels_endpoint.operators._aggregate import GroupAggregate
         from cqels_endpoint.operators._distinct import Distinct
         from cqels_endpoint.operators._join import MultiwayJoin, WindowBuffer
+        from cqels_endpoint.operators._mark import Mark
         from cqels_endpoint.operators._negation import Negation
         from cqels_endpoint.operators._optional import OptionalJoin
         from cqels_endpoint.operators._project import Project
@@ -25,6 +26,7 @@ else:
     from cqels_endpoint.operators.reference.aggregate import GroupAggregate
     from cqels_endpoint.operators.reference.distinct import Distinct
     from cqels_endpoint.operators.reference.join import MultiwayJoin, WindowBuffer
+    from cqels_endpoint.operators.reference.mark import Mark
     from cqels_endpoint.operators.reference.negation import Negation
     from cqels_endpoint.operators.reference.optional import OptionalJoin
     from cqels_endpoint.operators.reference.project import Project
@@ -35,6 +37,7 @@ __all__ = [
     "COMPILED",
     "Distinct",
     "GroupAggregate",
+    "Mark",
     "MultiwayJoin",
     "Negation",
     "OptionalJoin",

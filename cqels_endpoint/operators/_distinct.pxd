@@ -1,15 +1,29 @@
 # distutils: language = c++
 """C-level state of the compiled DISTINCT (see _distinct.pyx; twin: reference/distinct.py)."""
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t
+from libcpp.vector cimport vector
+
+from cqels_endpoint.operators._idkeys cimport Ids, Table
+
+
+cdef struct RowCount:            # one distinct input row
+    Ids key                      # its ids
+    uint32_t index               # its place in the table's pool
+    int64_t count                # its multiplicity in the input bag
+    int64_t handle               # its output lineage is (handle,), while shown
+    bint shown                   # the row is in the output
+    bint touched                 # its count changed this tick
 
 
 cdef class _Counts:
-    cdef dict counts         # input row → multiplicity (rows are tuples: a Python dict)
-    cdef dict emitted        # output row → its lineage
-    cdef dict touched        # rows whose count changed this tick, in arrival order
+    cdef Table[RowCount] rows           # rows with a count or shown
+    cdef vector[RowCount*] touched      # rows whose count changed this tick, in arrival order…
+    cdef list touched_rows              # …and their row tuples (this tick only)
+    cdef Ids probe
     cdef int64_t next_handle
     cdef readonly int64_t input_rows
+    cdef readonly int64_t distinct_rows
 
     cdef int add(self, list deltas) except -1
     cdef list flush(self)

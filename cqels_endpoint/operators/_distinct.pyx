@@ -1,9 +1,17 @@
 # distutils: language = c++
 """Compiled DISTINCT / REDUCED: the twin of ``reference/distinct.py``, same output rows, lineages
-and order; read the reference for the semantics. The per-row counters live in :class:`_Counts`
-(a cdef class; rows are tuples, so the counters stay a Python dict)."""
+and order; read the reference for the semantics.
+
+The per-row counters live in a C++ table keyed by the row's ids (``_idkeys.Table``): one entry per
+distinct input row, holding its multiplicity and its output handle, so a delta costs one hash of the
+row and one O(1) table update, and an entry is about a hundred bytes instead of the twin's row
+tuple, its integers and two dict slots. The tick's touched rows are a vector of entry pointers
+(entries do not move) beside the list of their row tuples, which the output reuses.
+"""
 
 from libc.stdint cimport int64_t
+
+from cqels_endpoint.operators._idkeys cimport as_delta, row_key
 
 from cqels_endpoint.operators.base import Delta, Operator
 
@@ -12,45 +20,55 @@ _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-lev
 
 cdef class _Counts:
     def __init__(self):
-        self.counts = {}
-        self.emitted = {}
-        self.touched = {}
+        self.touched_rows = []
         self.next_handle = 0
         self.input_rows = 0
+        self.distinct_rows = 0
 
     cdef int add(self, list deltas) except -1:
-        cdef int64_t sign, count
-        cdef dict counts = self.counts, touched = self.touched
+        cdef int64_t sign
+        cdef RowCount* entry
+        cdef tuple item
         for delta in deltas:
-            row = delta[0]
-            sign = delta[1]
+            item = as_delta(delta)
+            row = item[0]
+            sign = item[1]
+            row_key(row, self.probe)
+            entry = self.rows.find(self.probe)
+            if entry == NULL:
+                entry = self.rows.add(self.probe)
+            entry.count += sign
             self.input_rows += sign
-            count = <int64_t>counts.get(row, 0) + sign
-            if count:
-                counts[row] = count
-            else:
-                del counts[row]
-            touched[row] = None
+            if not entry.touched:
+                entry.touched = True
+                self.touched.push_back(entry)
+                self.touched_rows.append(row)
         return 0
 
     cdef list flush(self):
-        cdef dict counts = self.counts, emitted = self.emitted
         cdef list out = []
-        cdef bint live
-        for row in self.touched:
-            live = <int64_t>counts.get(row, 0) > 0
-            if live and row not in emitted:
-                lineage = (self.next_handle,)
+        cdef list rows = self.touched_rows
+        cdef RowCount* entry
+        cdef size_t i
+        for i in range(self.touched.size()):
+            entry = self.touched[i]
+            entry.touched = False
+            row = rows[i]
+            if entry.count > 0 and not entry.shown:
+                entry.shown = True
+                entry.handle = self.next_handle
                 self.next_handle += 1
-                emitted[row] = lineage
-                out.append(_new_tuple(Delta, (row, 1, lineage)))
-            elif not live and row in emitted:
-                out.append(_new_tuple(Delta, (row, -1, emitted.pop(row))))
-        self.touched = {}
+                self.distinct_rows += 1
+                out.append(_new_tuple(Delta, (row, 1, (entry.handle,))))
+            elif entry.count <= 0 and entry.shown:
+                entry.shown = False
+                self.distinct_rows -= 1
+                out.append(_new_tuple(Delta, (row, -1, (entry.handle,))))
+            if entry.count == 0 and not entry.shown:
+                self.rows.erase(entry)
+        self.touched.clear()
+        self.touched_rows = []
         return out
-
-    def distinct_rows(self):
-        return len(self.emitted)
 
 
 class Distinct(Operator):
@@ -69,5 +87,8 @@ class Distinct(Operator):
 
     def counters(self):
         cdef _Counts counts = <_Counts>self._counts
-        distinct_rows = counts.distinct_rows()
-        return {**Operator.counters(self), "distinct_rows": distinct_rows, "duplicates": counts.input_rows - distinct_rows}
+        return {
+            **Operator.counters(self),
+            "distinct_rows": counts.distinct_rows,
+            "duplicates": counts.input_rows - counts.distinct_rows,
+        }

@@ -1,25 +1,50 @@
 # distutils: language = c++
-"""Compiled FILTER NOT EXISTS / FILTER EXISTS / MINUS: the four incremental cases of the former
-pure-Python operator, unchanged, with the state in :class:`_NegationCore` (a cdef class; lineages
-and keys are tuples, so the indexes stay Python dicts) and the column positions in C vectors.
+"""Compiled FILTER NOT EXISTS / FILTER EXISTS / MINUS, with its state in C++ containers.
 
 The semantics, in short (``reference/negation.py`` states the definition): port 0 is the left
 input (the rows kept or dropped, and the output schema), port 1 the right input (the inner pattern
-of (NOT) EXISTS, or the right side of MINUS). Every live left row carries the set of live right
-rows *matching* it — agreeing on the shared columns and, for (NOT) EXISTS, passing the optional
-inner ``condition`` on the merged row (§18.6 ``substitute``); for MINUS sharing at least one bound
-column (§18.5). A left row is in the output iff that set is empty (NOT EXISTS, MINUS) or not
-(EXISTS). A left +1 probes the right index on its key; a left -1 drops the row and its matches;
-a right +1 probes the left index and adds itself to the rows it matches; a right -1 removes itself
-from exactly those rows (remembered by lineage, never re-evaluated). Output changes are collected
-per left lineage and emitted once per tick, at the punctuation, so a row that flips twice inside a
-tick emits nothing. Both indexes are hashed on ``keys`` (shared columns bound in every row, the
-planner knows which); the other shared columns may be unbound and are checked per candidate.
-The per-match cost with a condition is the condition itself (decoded terms in the engine).
+of (NOT) EXISTS, or the right side of MINUS). Every live left row carries the live right rows
+*matching* it — agreeing on the shared columns and, for (NOT) EXISTS, passing the optional inner
+``condition`` on the merged row (§18.6 ``substitute``); for MINUS sharing at least one bound column
+(§18.5). A left row is in the output iff it has no match (NOT EXISTS, MINUS) or some (EXISTS).
+Output changes are collected per left lineage and emitted once per tick, at the punctuation (for
+each changed lineage in the order it first changed: -1 of the row shown before, then +1 of the row
+kept), so a row that flips twice inside a tick emits nothing. Both inputs are bucketed on ``keys``
+(shared columns bound in every row, the planner knows which); the other shared columns may be
+unbound and are checked per candidate.
+
+Two modes, picked once from the schemas:
+
+- **by key** (every shared column is a key and there is no condition: a match is an equal key, the
+  common case): right rows are not kept at all, only counted per key. A right delta is one hash
+  update, O(1); only a count crossing 0 touches the left rows of its key (their output flips). A
+  left delta is O(1). Nothing per right row is stored, so a large right side costs a counter per key.
+- **pairwise** (unbound shared columns, or an inner condition): right rows are kept per key, and
+  each match is a node linked into both its rows' lists, so a right -1 visits exactly the left rows
+  it matched and a left -1 unlinks exactly its matches — nothing is re-evaluated to retract. A left
+  +1 tests the right rows of its key, a right +1 the left rows of its key (the condition is a Python
+  call per candidate pair, on decoded terms in the engine).
+
+Rows and lineages are ``_idkeys.Ids`` (ids inline, hashed once); buckets, left rows and right rows
+are entries of ``_idkeys.Table``s, which never move them, so the bucket lists, the matches and the
+tick's dirty list point to them. A left lineage that left the input stays until the flush that
+retracts it.
 """
 
+from cpython.mem cimport PyMem_Free
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
+
+from cqels_endpoint.operators._idkeys cimport (
+    UNBOUND,
+    as_delta,
+    hash_key,
+    ids_tuple,
+    lineage_key,
+    lineage_tuple,
+    row_ids,
+)
+from cqels_endpoint.operators._links cimport Link, link, unlink
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
@@ -46,39 +71,56 @@ cdef class _NegationCore:
         # MINUS needs one shared column bound on both sides; a bound key column guarantees it.
         self.needs_common = kind is NegationKind.MINUS and not keys
         self.wanted_matches = kind is NegationKind.EXISTS
-        self.left = {}
-        self.left_index = {}
-        self.right = {}
-        self.right_index = {}
-        self.matched = {}
-        self.emitted = {}
-        self.dirty = {}
+        self.by_key = self.checked_left.empty() and condition is None and not self.needs_common
         self.evaluations = 0
+        self.live_left = 0
+        self.live_right = 0
+        self.kept = 0
 
-    cdef tuple _key(self, tuple row, vector[int]& positions):
+    def __dealloc__(self):
+        # Every match is in one right row's list: free them from there (the maps go next).
+        cdef Link* match
+        cdef Link* following
+        cdef size_t i
+        for i in range(self.rights.pool_size()):  # erased entries are reset: no matches
+            match = self.rights.at(i).matches.first
+            while match != NULL:
+                following = match.right_next
+                PyMem_Free(match)
+                match = following
+
+    # ---- buckets and matches ----------------------------------------------------------------
+
+    cdef Bucket* _bucket(self, Ids& row, vector[int]& positions, object original, bint create) except? NULL:
+        """The bucket of ``row``'s key (created when ``create``; else NULL if there is none)."""
         cdef size_t k
-        cdef list key = []
+        cdef int64_t value
+        cdef Bucket* bucket
+        self.key.clear()
         for k in range(positions.size()):
             value = row[positions[k]]
-            if value is None:
-                msg = f"{self.owner.label}: a shared column is unbound in {row}; the planner must refuse this input"
+            if value == UNBOUND:
+                msg = f"{self.owner.label}: a shared column is unbound in {original}; the planner must refuse this input"
                 raise OperatorError(msg)
-            key.append(value)
-        return tuple(key)
+            self.key.push_back(value)
+        hash_key(self.key)
+        bucket = self.buckets.find(self.key)
+        if bucket == NULL and create:
+            bucket = self.buckets.add(self.key)
+        return bucket
 
-    cdef bint _matches(self, tuple left_row, tuple right_row) except -1:
+    cdef int _drop_bucket(self, Bucket* bucket) except -1:
+        if bucket.left_head == NULL and bucket.right_head == NULL and bucket.right_count == 0:
+            self.buckets.erase(bucket)
+        return 0
+
+    cdef bint _matches(self, Left* left, Right* right) except -1:
         cdef bint common = False
-        cdef tuple merged = left_row
         cdef size_t k
-        cdef int left_position
+        cdef int64_t left_value, right_value
         for k in range(self.checked_left.size()):
-            left_position = self.checked_left[k]
-            left_value, right_value = left_row[left_position], right_row[self.checked_right[k]]
-            if left_value is None:
-                if right_value is not None and self.condition is not None:
-                    # The inner FILTER reads the value the inner pattern bound (substitution left it free).
-                    merged = merged[:left_position] + (right_value,) + merged[left_position + 1 :]
-            elif right_value is not None:
+            left_value, right_value = left.row[self.checked_left[k]], right.row[self.checked_right[k]]
+            if left_value != UNBOUND and right_value != UNBOUND:
                 if left_value != right_value:
                     return False
                 common = True
@@ -86,106 +128,240 @@ cdef class _NegationCore:
             return False
         if self.condition is None:
             return True
+        # The inner FILTER reads the value the inner pattern bound where substitution left a left
+        # column free, then the right columns the left lacks.
+        self.ids = left.row
+        for k in range(self.checked_left.size()):
+            if self.ids[self.checked_left[k]] == UNBOUND:
+                self.ids[self.checked_left[k]] = right.row[self.checked_right[k]]
+        for k in range(self.right_extra.size()):
+            self.ids.push_back(right.row[self.right_extra[k]])
         self.evaluations += 1
-        return bool(self.condition(merged + tuple([right_row[self.right_extra[k]] for k in range(self.right_extra.size())])))
+        return bool(self.condition(ids_tuple(self.ids.data(), <Py_ssize_t>self.ids.size())))
 
-    cdef int left_insert(self, tuple row, object lineage) except -1:
-        cdef dict matching = {}
-        cdef dict bucket
-        if lineage in self.left:
-            msg = f"{self.owner.label}: lineage {lineage} entered the left input twice"
-            raise OperatorError(msg)
-        key = self._key(row, self.left_key)
-        right = self.right
-        for right_lineage in self.right_index.get(key, ()):
-            if self._matches(row, <tuple>(<tuple>right[right_lineage])[0]):
-                matching[right_lineage] = None
-                (<dict>self.matched[right_lineage])[lineage] = None
-        self.left[lineage] = [row, key, matching]
-        bucket = self.left_index.get(key)
-        if bucket is None:
-            bucket = self.left_index[key] = {}
-        bucket[lineage] = None
-        self.dirty[lineage] = row
+    cdef void _touch(self, Left* left) noexcept:
+        if not left.dirty:
+            left.dirty = True
+            self.dirty.push_back(left)
+
+    cdef void _touch_bucket(self, Bucket* bucket) noexcept:
+        cdef Left* left = bucket.left_head
+        while left != NULL:
+            self._touch(left)
+            left = left.next
+
+    # ---- deltas -------------------------------------------------------------------------------
+
+    cdef int left_insert(self, object row, object lineage) except -1:
+        cdef Left* left
+        cdef Bucket* bucket
+        cdef Right* right
+        row_ids(row, self.ids)
+        bucket = self._bucket(self.ids, self.left_key, row, True)
+        lineage_key(lineage, self.probe)
+        left = self.lefts.find(self.probe)
+        if left == NULL:
+            left = self.lefts.add(self.probe)
+            left.matches.owner = left
+        else:
+            if left.live:
+                msg = f"{self.owner.label}: lineage {lineage} entered the left input twice"
+                raise OperatorError(msg)
+            if left.emitted and not left.has_shown:
+                # Back with another row in the tick that retracts the old one: keep the old to retract.
+                left.replaced = <uint32_t>self.replaced.size()
+                self.replaced.push_back(left.row)
+                left.has_shown = True
+        left.row = self.ids
+        left.live = True
+        left.bucket = bucket
+        left.prev = bucket.left_tail
+        left.next = NULL
+        if bucket.left_tail != NULL:
+            bucket.left_tail.next = left
+        else:
+            bucket.left_head = left
+        bucket.left_tail = left
+        self.live_left += 1
+        if not self.by_key:
+            right = bucket.right_head
+            while right != NULL:
+                if self._matches(left, right):
+                    link(&left.matches, &right.matches)
+                right = right.next
+        self._touch(left)
         return 0
 
     cdef int left_expire(self, object lineage) except -1:
-        cdef list entry = self.left.pop(lineage, None)
-        cdef dict bucket
-        if entry is None:
+        cdef Left* left
+        cdef Bucket* bucket
+        lineage_key(lineage, self.probe)
+        left = self.lefts.find(self.probe)
+        if left == NULL or not left.live:
             msg = f"{self.owner.label}: lineage {lineage} left the left input without entering it"
             raise OperatorError(msg)
-        row, key, matching = entry
-        bucket = <dict>self.left_index[key]
-        del bucket[lineage]
-        if not bucket:
-            del self.left_index[key]
-        for right_lineage in <dict>matching:
-            del (<dict>self.matched[right_lineage])[lineage]
-        self.dirty[lineage] = row
+        while left.matches.first != NULL:
+            unlink(left.matches.first)
+        bucket = left.bucket
+        if left.prev != NULL:
+            left.prev.next = left.next
+        else:
+            bucket.left_head = left.next
+        if left.next != NULL:
+            left.next.prev = left.prev
+        else:
+            bucket.left_tail = left.prev
+        left.prev = left.next = NULL
+        left.bucket = NULL
+        left.live = False
+        self.live_left -= 1
+        self._drop_bucket(bucket)
+        self._touch(left)
         return 0
 
-    cdef int right_insert(self, tuple row, object lineage) except -1:
-        cdef dict matched = {}
-        cdef dict bucket
-        cdef list entry
-        if lineage in self.right:
+    cdef int right_insert(self, object row, object lineage) except -1:
+        cdef Bucket* bucket
+        cdef Right* right
+        cdef Left* left
+        row_ids(row, self.ids)
+        bucket = self._bucket(self.ids, self.right_key, row, True)
+        self.live_right += 1
+        bucket.right_count += 1
+        if self.by_key:
+            if bucket.right_count == 1:
+                self._touch_bucket(bucket)
+            return 0
+        lineage_key(lineage, self.probe)
+        if self.rights.find(self.probe) != NULL:
+            bucket.right_count -= 1
+            self.live_right -= 1
+            self._drop_bucket(bucket)
             msg = f"{self.owner.label}: lineage {lineage} entered the right input twice"
             raise OperatorError(msg)
-        key = self._key(row, self.right_key)
-        self.right[lineage] = (row, key)
-        bucket = self.right_index.get(key)
-        if bucket is None:
-            bucket = self.right_index[key] = {}
-        bucket[lineage] = None
-        for left_lineage in self.left_index.get(key, ()):
-            entry = <list>self.left[left_lineage]
-            if self._matches(<tuple>entry[0], row):
-                (<dict>entry[2])[lineage] = None
-                matched[left_lineage] = None
-                self.dirty[left_lineage] = entry[0]
-        self.matched[lineage] = matched
+        right = self.rights.add(self.probe)
+        right.matches.owner = right
+        right.row = self.ids
+        right.bucket = bucket
+        right.prev = bucket.right_tail
+        right.next = NULL
+        if bucket.right_tail != NULL:
+            bucket.right_tail.next = right
+        else:
+            bucket.right_head = right
+        bucket.right_tail = right
+        left = bucket.left_head
+        while left != NULL:
+            if self._matches(left, right):
+                link(&left.matches, &right.matches)
+                if left.matches.count == 1:
+                    self._touch(left)
+            left = left.next
         return 0
 
-    cdef int right_expire(self, object lineage) except -1:
-        cdef tuple found = self.right.pop(lineage, None)
-        cdef dict bucket
-        cdef list entry
-        if found is None:
+    cdef int right_expire(self, object row, object lineage) except -1:
+        cdef Bucket* bucket
+        cdef Right* right
+        cdef Left* left
+        if self.by_key:
+            # The -1 carries the row of the +1 it cancels (operators/base.py): its key finds the count.
+            row_ids(row, self.ids)
+            bucket = self._bucket(self.ids, self.right_key, row, False)
+            if bucket == NULL or bucket.right_count == 0:
+                msg = f"{self.owner.label}: lineage {lineage} left the right input without entering it"
+                raise OperatorError(msg)
+            bucket.right_count -= 1
+            self.live_right -= 1
+            if bucket.right_count == 0:
+                self._touch_bucket(bucket)
+                self._drop_bucket(bucket)
+            return 0
+        lineage_key(lineage, self.probe)
+        right = self.rights.find(self.probe)
+        if right == NULL:
             msg = f"{self.owner.label}: lineage {lineage} left the right input without entering it"
             raise OperatorError(msg)
-        bucket = <dict>self.right_index[found[1]]
-        del bucket[lineage]
-        if not bucket:
-            del self.right_index[found[1]]
-        for left_lineage in <dict>self.matched.pop(lineage):
-            entry = <list>self.left[left_lineage]
-            del (<dict>entry[2])[lineage]
-            self.dirty[left_lineage] = entry[0]
+        while right.matches.first != NULL:
+            left = <Left*>right.matches.first.left.owner
+            unlink(right.matches.first)
+            if left.matches.count == 0:
+                self._touch(left)
+        bucket = right.bucket
+        if right.prev != NULL:
+            right.prev.next = right.next
+        else:
+            bucket.right_head = right.next
+        if right.next != NULL:
+            right.next.prev = right.prev
+        else:
+            bucket.right_tail = right.prev
+        bucket.right_count -= 1
+        self.live_right -= 1
+        self.rights.erase(right)
+        self._drop_bucket(bucket)
         return 0
 
-    cdef list flush(self):
-        cdef dict dirty = self.dirty
-        cdef list out = []
-        cdef list entry
-        cdef bint keep
-        self.dirty = {}
-        for lineage, row in dirty.items():
-            entry = self.left.get(lineage)
-            keep = entry is not None and bool(entry[2]) == self.wanted_matches
-            # An upstream group keeps its row's lineage when its aggregates change: the row kept
-            # under a lineage may differ from the one emitted before under it.
-            before = self.emitted.get(lineage)
-            if before is not None and (not keep or before != row):
-                del self.emitted[lineage]
-                out.append(_new_tuple(Delta, (before, -1, lineage)))
-            if keep and lineage not in self.emitted:
-                self.emitted[lineage] = row
-                out.append(_new_tuple(Delta, (row, 1, lineage)))
-        return out
+    cdef int feed(self, int port, list deltas) except -1:
+        cdef tuple entry
+        if port == 0:
+            for delta in deltas:
+                entry = as_delta(delta)
+                row, sign, lineage = entry[0], entry[1], entry[2]
+                if sign > 0:
+                    self.left_insert(row, lineage)
+                else:
+                    self.left_expire(lineage)
+        else:
+            for delta in deltas:
+                entry = as_delta(delta)
+                row, sign, lineage = entry[0], entry[1], entry[2]
+                if sign > 0:
+                    self.right_insert(row, lineage)
+                else:
+                    self.right_expire(row, lineage)
+        return 0
 
-    def sizes(self):
-        return len(self.left), len(self.right), len(self.emitted)
+    cdef object _output(self, tuple row, bint matched):
+        """The row a live left row puts in the output (None: none), given whether it has matches."""
+        return row if matched == self.wanted_matches else None
+
+    cdef list flush(self):
+        cdef list out = []
+        cdef Left* left
+        cdef Ids* shown
+        cdef bint matched
+        cdef size_t i
+        for i in range(self.dirty.size()):
+            left = self.dirty[i]
+            left.dirty = False
+            matched = left.live and (left.bucket.right_count if self.by_key else left.matches.count) > 0
+            # Unchanged row and match state: the same output (most flips that came back in the tick).
+            if left.live and left.emitted and not left.has_shown and matched == left.emitted_matched:
+                continue
+            new = self._output(ids_tuple(left.row.data(), <Py_ssize_t>left.row.size()), matched) if left.live else None
+            lineage = None
+            if left.emitted:
+                # An upstream group keeps its row's lineage when its aggregates change: the row
+                # shown under a lineage may differ from the one it holds now.
+                shown = &self.replaced[left.replaced] if left.has_shown else &left.row
+                before = self._output(ids_tuple(shown.data(), <Py_ssize_t>shown.size()), left.emitted_matched)
+                if before != new:
+                    lineage = lineage_tuple(left.key)
+                    out.append(_new_tuple(Delta, (before, -1, lineage)))
+                    left.emitted = False
+                    self.kept -= 1
+            if new is not None and not left.emitted:
+                if lineage is None:
+                    lineage = lineage_tuple(left.key)
+                out.append(_new_tuple(Delta, (new, 1, lineage)))
+                left.emitted = True
+                left.emitted_matched = matched
+                self.kept += 1
+            left.has_shown = False
+            if not left.live and not left.emitted:
+                self.lefts.erase(left)
+        self.dirty.clear()
+        self.replaced.clear()
+        return out
 
 
 class Negation(NegationBase):
@@ -203,21 +379,10 @@ class Negation(NegationBase):
         self.inputs_per_port = [0, 0]
 
     def on_batch(self, int port, list deltas):
-        cdef _NegationCore core = <_NegationCore>self._core
         self.inputs_seen += len(deltas)
         self.inputs_per_port[port] += len(deltas)
-        if port == 0:
-            for row, sign, lineage in deltas:
-                if sign > 0:
-                    core.left_insert(tuple(row), lineage)
-                else:
-                    core.left_expire(lineage)
-        elif not self._inert:
-            for row, sign, lineage in deltas:
-                if sign > 0:
-                    core.right_insert(tuple(row), lineage)
-                else:
-                    core.right_expire(lineage)
+        if port == 0 or not self._inert:
+            (<_NegationCore>self._core).feed(port, deltas)
 
     def on_tick_end(self, tau):
         self.emit((<_NegationCore>self._core).flush())
@@ -227,5 +392,11 @@ class Negation(NegationBase):
         return (<_NegationCore>self._core).evaluations
 
     def counters(self):
-        left, right, kept = (<_NegationCore>self._core).sizes()
-        return {**Operator.counters(self), "left": left, "right": right, "kept": kept, "evaluations": self.evaluations}
+        cdef _NegationCore core = <_NegationCore>self._core
+        return {
+            **Operator.counters(self),
+            "left": core.live_left,
+            "right": core.live_right,
+            "kept": core.kept,
+            "evaluations": core.evaluations,
+        }

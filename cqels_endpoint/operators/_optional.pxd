@@ -1,8 +1,37 @@
 # distutils: language = c++
 """C-level state of the compiled OPTIONAL (see _optional.pyx; twin: reference/optional.py)."""
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t
 from libcpp.vector cimport vector
+
+from cqels_endpoint.operators._idkeys cimport Ids, Table
+from cqels_endpoint.operators._links cimport Links
+
+cdef struct Bucket
+cdef struct Row
+
+
+cdef struct Bucket:               # the rows of one side with one key (all shared columns bound)
+    Ids key
+    uint32_t index
+    Row* head                     # oldest first
+    Row* tail
+
+
+cdef struct Row:                  # one live row of one side
+    Ids key                       # the lineage
+    uint32_t index
+    Ids row
+    Bucket* bucket                # NULL: loose (a shared column unbound)
+    Row* prev                     # in its bucket, or in the side's loose list
+    Row* next
+    Row* older                    # in the side's arrival order
+    Row* newer
+    Links matches                 # its matches with the other side's rows, oldest first
+
+
+ctypedef Table[Row] RowMap
+ctypedef Table[Bucket] BucketMap
 
 
 cdef class _OptionalCore:
@@ -14,20 +43,34 @@ cdef class _OptionalCore:
     cdef object passes               # the compiled filter, or None
     cdef object decoder
     cdef dict names                  # output column → position, for DecodedRow
-    cdef tuple rows                  # per side: dict lineage → row
-    cdef tuple index                 # per side: dict key → {lineage: None}
-    cdef tuple loose                 # per side: dict of lineages whose key has an unbound column
-    cdef dict matches                # left lineage → {right lineage: joined row}
-    cdef dict matched_by             # right lineage → {left lineage: None}
+    cdef RowMap left_rows            # per side: lineage → its row…
+    cdef RowMap right_rows
+    cdef BucketMap left_index        # …key → its rows with that key
+    cdef BucketMap right_index
+    cdef Row* loose_head[2]          # per side: rows with an unbound shared column, oldest first
+    cdef Row* loose_tail[2]
+    cdef Row* oldest[2]              # per side: every row, oldest first
+    cdef Row* newest[2]
+    cdef vector[Row*] candidates     # scratch
+    cdef Ids probe                   # scratch: a lineage
+    cdef Ids key                     # scratch: a bucket key
+    cdef Ids ids                     # scratch: a row
+    cdef Ids merged                  # scratch: a joined row
     cdef readonly int64_t rejected
+    cdef readonly int64_t unmatched_left
 
-    cdef tuple _key(self, int side, tuple row)
-    cdef int _store(self, int side, tuple row, object lineage) except -1
-    cdef tuple _drop(self, int side, object lineage)
-    cdef list _candidates(self, int side, tuple row)
-    cdef tuple _merge(self, tuple left, tuple right)
-    cdef tuple _padded(self, tuple left)
-    cdef int left_insert(self, tuple row, object lineage, list out) except -1
+    cdef RowMap* _rows(self, int side) noexcept
+    cdef BucketMap* _index(self, int side) noexcept
+    cdef bint _key(self, int side, Ids& row) noexcept
+    cdef Row* _store(self, int side, object row, object lineage) except NULL
+    cdef Row* _find(self, int side, object lineage) except NULL
+    cdef int _drop(self, int side, Row* entry) except -1
+    cdef int _collect(self, int side, Ids& row) except -1
+    cdef object _merge(self, Row* left, Row* right, bint check)
+    cdef tuple _padded(self, Row* left)
+    cdef tuple _lineage(self, int tag, Row* left, Row* right)
+    cdef int left_insert(self, object row, object lineage, list out) except -1
     cdef int left_delete(self, object lineage, list out) except -1
-    cdef int right_insert(self, tuple row, object lineage, list out) except -1
+    cdef int right_insert(self, object row, object lineage, list out) except -1
     cdef int right_delete(self, object lineage, list out) except -1
+    cdef list feed(self, int port, list deltas)

@@ -1,19 +1,33 @@
 # distutils: language = c++
 """Compiled OPTIONAL (LeftJoin with its filter): the twin of ``reference/optional.py``, same output
-rows, lineages, order and counters; read the reference for the semantics. The state lives in
-:class:`_OptionalCore` (a cdef class; lineages and keys are tuples, so the indexes and the match
-maps stay Python dicts), the column positions in C vectors and the row merge is a C loop. A
-filtered OPTIONAL still pays its filter on decoded terms per candidate pair.
+rows, lineages, order and counters; read the reference for the semantics.
+
+The state is in C++ containers: per side, a table lineage → row (``_idkeys.Table``, the row as
+``_idkeys.Ids``), an index key → the rows with that key, a list of the rows whose key has an unbound
+column, and every row in arrival order (the twin's dict orders, which fix the output order); each
+match is a node linked into its left row's and its right row's lists (``_links``), so a retraction
+visits exactly the matches of the row that left, in the order the twin stores them, and rebuilds
+each joined row from the two rows (the filter is never evaluated again). A delta costs O(1) plus its
+candidates, as in the twin. A filtered OPTIONAL still pays its filter on decoded terms per candidate
+pair.
 """
 
+from cpython.long cimport PyLong_FromLongLong
+from cpython.mem cimport PyMem_Free
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cython.operator cimport dereference as deref
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._idkeys cimport UNBOUND, as_delta, hash_key, ids_tuple, lineage_key, row_ids
+from cqels_endpoint.operators._links cimport Link, link, unlink
+
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.runtime.decoding import DecodedRow
 from cqels_endpoint.operators.shared.optional import JOINED, PADDED
 from cqels_endpoint.operators.shared.schemas import union_schema
+from cqels_endpoint.runtime.decoding import DecodedRow
 from cqels_endpoint.runtime.expressions import compile_filter
 
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__
@@ -36,156 +50,276 @@ cdef class _OptionalCore:
         self.passes = passes
         self.decoder = decoder
         self.names = {name: i for i, name in enumerate(schema)}
-        self.rows = ({}, {})
-        self.index = ({}, {})
-        self.loose = ({}, {})
-        self.matches = {}
-        self.matched_by = {}
         self.rejected = 0
+        self.unmatched_left = 0
 
-    cdef tuple _key(self, int side, tuple row):
-        """``row``'s key on the shared columns, or None when one of them is unbound."""
+    def __dealloc__(self):
+        # Every match is in one right row's list: free them from there (the maps go next).
+        cdef Link* match
+        cdef Link* following
+        cdef size_t i
+        for i in range(self.right_rows.pool_size()):  # erased entries are reset: no matches
+            match = self.right_rows.at(i).matches.first
+            while match != NULL:
+                following = match.right_next
+                PyMem_Free(match)
+                match = following
+
+    # ---- state ----------------------------------------------------------------------------------
+
+    cdef RowMap* _rows(self, int side) noexcept:
+        return &self.left_rows if side == 0 else &self.right_rows
+
+    cdef BucketMap* _index(self, int side) noexcept:
+        return &self.left_index if side == 0 else &self.right_index
+
+    cdef bint _key(self, int side, Ids& row) noexcept:
+        """``self.key`` := ``row``'s key on the shared columns; False when one of them is unbound."""
         cdef vector[int]* positions = &self.keys[side]
         cdef size_t k
-        cdef list key = []
+        cdef int64_t value
+        self.key.clear()
         for k in range(positions.size()):
-            value = row[positions[0][k]]
-            if value is None:
-                return None
-            key.append(value)
-        return tuple(key)
+            value = row[deref(positions)[k]]
+            if value == UNBOUND:
+                return False
+            self.key.push_back(value)
+        hash_key(self.key)
+        return True
 
-    cdef int _store(self, int side, tuple row, object lineage) except -1:
-        cdef dict rows = <dict>self.rows[side]
-        cdef dict bucket
-        if lineage in rows:
+    cdef Row* _store(self, int side, object row, object lineage) except NULL:
+        cdef RowMap* rows = self._rows(side)
+        cdef BucketMap* index
+        cdef Row* entry
+        cdef Bucket* bucket
+        lineage_key(lineage, self.probe)
+        if rows.find(self.probe) != NULL:
             raise OperatorError(f"{self.owner.label}: lineage {lineage} entered input {side} twice")
-        rows[lineage] = row
-        key = self._key(side, row)
-        if key is None:
-            (<dict>self.loose[side])[lineage] = None
+        row_ids(row, self.ids)
+        entry = rows.add(self.probe)
+        entry.matches.owner = entry
+        entry.row.swap(self.ids)
+        if self._key(side, entry.row):
+            index = self._index(side)
+            bucket = index.find(self.key)
+            if bucket == NULL:
+                bucket = index.add(self.key)
+            entry.bucket = bucket
+            entry.prev = bucket.tail
+            if bucket.tail != NULL:
+                bucket.tail.next = entry
+            else:
+                bucket.head = entry
+            bucket.tail = entry
         else:
-            bucket = (<dict>self.index[side]).get(key)
-            if bucket is None:
-                bucket = (<dict>self.index[side])[key] = {}
-            bucket[lineage] = None
+            entry.prev = self.loose_tail[side]
+            if self.loose_tail[side] != NULL:
+                self.loose_tail[side].next = entry
+            else:
+                self.loose_head[side] = entry
+            self.loose_tail[side] = entry
+        entry.older = self.newest[side]
+        if self.newest[side] != NULL:
+            self.newest[side].newer = entry
+        else:
+            self.oldest[side] = entry
+        self.newest[side] = entry
+        return entry
+
+    cdef Row* _find(self, int side, object lineage) except NULL:
+        cdef Row* entry
+        lineage_key(lineage, self.probe)
+        entry = self._rows(side).find(self.probe)
+        if entry == NULL:
+            raise OperatorError(f"{self.owner.label}: lineage {lineage} left input {side} without having entered it")
+        return entry
+
+    cdef int _drop(self, int side, Row* entry) except -1:
+        """Unlinks ``entry`` (its matches already gone) and erases it."""
+        cdef Bucket* bucket = entry.bucket
+        if entry.prev != NULL:
+            entry.prev.next = entry.next
+        elif bucket != NULL:
+            bucket.head = entry.next
+        else:
+            self.loose_head[side] = entry.next
+        if entry.next != NULL:
+            entry.next.prev = entry.prev
+        elif bucket != NULL:
+            bucket.tail = entry.prev
+        else:
+            self.loose_tail[side] = entry.prev
+        if entry.older != NULL:
+            entry.older.newer = entry.newer
+        else:
+            self.oldest[side] = entry.newer
+        if entry.newer != NULL:
+            entry.newer.older = entry.older
+        else:
+            self.newest[side] = entry.older
+        if bucket != NULL and bucket.head == NULL:
+            self._index(side).erase(bucket)
+        self._rows(side).erase(entry)
         return 0
 
-    cdef tuple _drop(self, int side, object lineage):
-        cdef tuple row = (<dict>self.rows[side]).pop(lineage, None)
-        cdef dict bucket
-        if row is None:
-            raise OperatorError(f"{self.owner.label}: lineage {lineage} left input {side} without having entered it")
-        key = self._key(side, row)
-        if key is None:
-            del (<dict>self.loose[side])[lineage]
-        else:
-            bucket = <dict>(<dict>self.index[side])[key]
-            del bucket[lineage]
-            if not bucket:
-                del (<dict>self.index[side])[key]
-        return row
+    cdef int _collect(self, int side, Ids& row) except -1:
+        """``self.candidates`` := the ``side`` rows that may be compatible with ``row`` of the other
+        side: the loose ones, then those of its key — or, when ``row``'s key has an unbound column
+        and cannot use the index, every other row in arrival order."""
+        cdef Row* entry = self.loose_head[side]
+        cdef Bucket* bucket
+        self.candidates.clear()
+        while entry != NULL:
+            self.candidates.push_back(entry)
+            entry = entry.next
+        if not self._key(1 - side, row):
+            entry = self.oldest[side]
+            while entry != NULL:
+                if entry.bucket != NULL:
+                    self.candidates.push_back(entry)
+                entry = entry.newer
+            return 0
+        bucket = self._index(side).find(self.key)
+        if bucket != NULL:
+            entry = bucket.head
+            while entry != NULL:
+                self.candidates.push_back(entry)
+                entry = entry.next
+        return 0
 
-    cdef list _candidates(self, int side, tuple row):
-        """Lineages of the ``side`` rows that may be compatible with ``row`` of the other side."""
-        key = self._key(1 - side, row)
-        cdef list found = list(<dict>self.loose[side])
-        if key is None:
-            # A probe with an unbound shared column cannot use the hash index.
-            found.extend(<dict>self.rows[side])
-            return list(dict.fromkeys(found))
-        found.extend((<dict>self.index[side]).get(key, ()))
-        return found
-
-    cdef tuple _merge(self, tuple left, tuple right):
-        """The merged output row, or None when incompatible or rejected by the filter."""
-        cdef list merged = list(left) + [None] * (self.width - self.left_width)
+    cdef object _merge(self, Row* left, Row* right, bint check):
+        """The merged output row, or None when incompatible or (``check``) rejected by the filter."""
         cdef size_t column
         cdef int position
+        cdef int64_t value, bound
+        self.merged = left.row
+        self.merged.resize(self.width, UNBOUND)
         for column in range(self.right_positions.size()):
-            value = right[column]
-            if value is None:
+            value = right.row[column]
+            if value == UNBOUND:
                 continue
             position = self.right_positions[column]
-            bound = merged[position]
-            if bound is None:
-                merged[position] = value
+            bound = self.merged[position]
+            if bound == UNBOUND:
+                self.merged[position] = value
             elif bound != value:
                 return None
-        cdef tuple row = tuple(merged)
-        if self.passes is not None and not self.passes(DecodedRow(self.names, row, self.decoder)):
+        row = ids_tuple(self.merged.data(), self.width)
+        if check and self.passes is not None and not self.passes(DecodedRow(self.names, row, self.decoder)):
             self.rejected += 1
             return None
         return row
 
-    cdef tuple _padded(self, tuple left):
-        return left + (None,) * (self.width - self.left_width)
+    cdef tuple _padded(self, Row* left):
+        self.merged = left.row
+        self.merged.resize(self.width, UNBOUND)
+        return ids_tuple(self.merged.data(), self.width)
 
-    cdef int left_insert(self, tuple row, object lineage, list out) except -1:
-        cdef dict matches = {}
-        cdef dict right_rows = <dict>self.rows[1]
-        cdef tuple joined
-        self._store(0, row, lineage)
-        for right_lineage in self._candidates(1, row):
-            joined = self._merge(row, <tuple>right_rows[right_lineage])
+    cdef tuple _lineage(self, int tag, Row* left, Row* right):
+        """``(tag, *left lineage, *right lineage)`` (no right part when ``right`` is NULL)."""
+        cdef const int64_t* left_ids = left.key.data()
+        cdef const int64_t* right_ids = NULL
+        cdef Py_ssize_t n = left.key.size(), m = 0, i
+        if right != NULL:
+            right_ids = right.key.data()
+            m = right.key.size()
+        cdef tuple out = PyTuple_New(1 + n + m)
+        cdef object item = PyLong_FromLongLong(tag)
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(out, 0, item)
+        for i in range(n):
+            item = PyLong_FromLongLong(left_ids[i])
+            Py_INCREF(item)
+            PyTuple_SET_ITEM(out, 1 + i, item)
+        for i in range(m):
+            item = PyLong_FromLongLong(right_ids[i])
+            Py_INCREF(item)
+            PyTuple_SET_ITEM(out, 1 + n + i, item)
+        return out
+
+    # ---- deltas ---------------------------------------------------------------------------------
+
+    cdef int left_insert(self, object row, object lineage, list out) except -1:
+        cdef Row* entry = self._store(0, row, lineage)
+        cdef Row* right
+        cdef size_t i
+        self._collect(1, entry.row)
+        for i in range(self.candidates.size()):
+            right = self.candidates[i]
+            joined = self._merge(entry, right, True)
             if joined is not None:
-                matches[right_lineage] = joined
-                (<dict>self.matched_by[right_lineage])[lineage] = None
-                out.append(_new_tuple(Delta, (joined, 1, (JOINED,) + lineage + right_lineage)))
-        self.matches[lineage] = matches
-        if not matches:
-            out.append(_new_tuple(Delta, (self._padded(row), 1, (PADDED,) + lineage)))
+                link(&entry.matches, &right.matches)
+                out.append(_new_tuple(Delta, (joined, 1, self._lineage(JOINED, entry, right))))
+        if entry.matches.count == 0:
+            self.unmatched_left += 1
+            out.append(_new_tuple(Delta, (self._padded(entry), 1, self._lineage(PADDED, entry, NULL))))
         return 0
 
     cdef int left_delete(self, object lineage, list out) except -1:
-        cdef tuple row = self._drop(0, lineage)
-        cdef dict matches = <dict>self.matches.pop(lineage)
-        if not matches:
-            out.append(_new_tuple(Delta, (self._padded(row), -1, (PADDED,) + lineage)))
-            return 0
-        for right_lineage, joined in matches.items():
-            del (<dict>self.matched_by[right_lineage])[lineage]
-            out.append(_new_tuple(Delta, (joined, -1, (JOINED,) + lineage + right_lineage)))
+        cdef Row* entry = self._find(0, lineage)
+        cdef Row* right
+        if entry.matches.count == 0:
+            self.unmatched_left -= 1
+            out.append(_new_tuple(Delta, (self._padded(entry), -1, self._lineage(PADDED, entry, NULL))))
+        while entry.matches.first != NULL:
+            right = <Row*>entry.matches.first.right.owner
+            joined = self._merge(entry, right, False)
+            out.append(_new_tuple(Delta, (joined, -1, self._lineage(JOINED, entry, right))))
+            unlink(entry.matches.first)
+        self._drop(0, entry)
         return 0
 
-    cdef int right_insert(self, tuple row, object lineage, list out) except -1:
-        cdef dict matched = {}
-        cdef dict left_rows = <dict>self.rows[0]
-        cdef dict matches
-        cdef tuple left, joined
-        self._store(1, row, lineage)
-        self.matched_by[lineage] = matched
-        for left_lineage in self._candidates(0, row):
-            left = <tuple>left_rows[left_lineage]
-            joined = self._merge(left, row)
+    cdef int right_insert(self, object row, object lineage, list out) except -1:
+        cdef Row* entry = self._store(1, row, lineage)
+        cdef Row* left
+        cdef size_t i
+        self._collect(0, entry.row)
+        for i in range(self.candidates.size()):
+            left = self.candidates[i]
+            joined = self._merge(left, entry, True)
             if joined is None:
                 continue
-            matches = <dict>self.matches[left_lineage]
-            if not matches:
-                out.append(_new_tuple(Delta, (self._padded(left), -1, (PADDED,) + left_lineage)))
-            matches[lineage] = joined
-            matched[left_lineage] = None
-            out.append(_new_tuple(Delta, (joined, 1, (JOINED,) + left_lineage + lineage)))
+            if left.matches.count == 0:
+                self.unmatched_left -= 1
+                out.append(_new_tuple(Delta, (self._padded(left), -1, self._lineage(PADDED, left, NULL))))
+            link(&left.matches, &entry.matches)
+            out.append(_new_tuple(Delta, (joined, 1, self._lineage(JOINED, left, entry))))
         return 0
 
     cdef int right_delete(self, object lineage, list out) except -1:
-        cdef dict matches
-        self._drop(1, lineage)
-        for left_lineage in <dict>self.matched_by.pop(lineage):
-            matches = <dict>self.matches[left_lineage]
-            joined = matches.pop(lineage)
-            out.append(_new_tuple(Delta, (joined, -1, (JOINED,) + left_lineage + lineage)))
-            if not matches:
-                out.append(
-                    _new_tuple(Delta, (self._padded(<tuple>(<dict>self.rows[0])[left_lineage]), 1, (PADDED,) + left_lineage))
-                )
+        cdef Row* entry = self._find(1, lineage)
+        cdef Row* left
+        while entry.matches.first != NULL:
+            left = <Row*>entry.matches.first.left.owner
+            joined = self._merge(left, entry, False)
+            out.append(_new_tuple(Delta, (joined, -1, self._lineage(JOINED, left, entry))))
+            unlink(entry.matches.first)
+            if left.matches.count == 0:
+                self.unmatched_left += 1
+                out.append(_new_tuple(Delta, (self._padded(left), 1, self._lineage(PADDED, left, NULL))))
+        self._drop(1, entry)
         return 0
 
-    def sizes(self):
-        return [len(self.rows[0]), len(self.rows[1])]
-
-    def unmatched(self):
-        return sum(1 for matches in self.matches.values() if not matches)
+    cdef list feed(self, int port, list deltas):
+        cdef list out = []
+        cdef tuple entry
+        if port == 0:
+            for delta in deltas:
+                entry = as_delta(delta)
+                row, sign, lineage = entry[0], entry[1], entry[2]
+                if sign > 0:
+                    self.left_insert(row, lineage, out)
+                else:
+                    self.left_delete(lineage, out)
+        else:
+            for delta in deltas:
+                entry = as_delta(delta)
+                row, sign, lineage = entry[0], entry[1], entry[2]
+                if sign > 0:
+                    self.right_insert(row, lineage, out)
+                else:
+                    self.right_delete(lineage, out)
+        return out
 
 
 class OptionalJoin(Operator):
@@ -203,34 +337,20 @@ class OptionalJoin(Operator):
         self.inputs_per_port = [0, 0]
 
     def on_batch(self, int port, list deltas):
-        cdef _OptionalCore core = <_OptionalCore>self._core
-        cdef list out = []
         self.inputs_seen += len(deltas)
         self.inputs_per_port[port] += len(deltas)
-        if port == 0:
-            for row, sign, lineage in deltas:
-                if sign > 0:
-                    core.left_insert(tuple(row), tuple(lineage), out)
-                else:
-                    core.left_delete(tuple(lineage), out)
-        else:
-            for row, sign, lineage in deltas:
-                if sign > 0:
-                    core.right_insert(tuple(row), tuple(lineage), out)
-                else:
-                    core.right_delete(tuple(lineage), out)
-        self.emit(out)
+        self.emit((<_OptionalCore>self._core).feed(port, deltas))
 
     @property
     def rejected(self):
         return (<_OptionalCore>self._core).rejected
 
     def counters(self):
-        core = <_OptionalCore>self._core
+        cdef _OptionalCore core = <_OptionalCore>self._core
         return {
             **Operator.counters(self),
             "inputs_per_port": list(self.inputs_per_port),
-            "sizes": core.sizes(),
-            "unmatched_left": core.unmatched(),
+            "sizes": [core.left_rows.size(), core.right_rows.size()],
+            "unmatched_left": core.unmatched_left,
             "rejected": core.rejected,
         }

@@ -15,6 +15,7 @@ from cqels_endpoint.errors import PlanError
 from cqels_endpoint.operators import (
     Distinct,
     GroupAggregate,
+    Mark,
     MultiwayJoin,
     Negation,
     OptionalJoin,
@@ -24,7 +25,6 @@ from cqels_endpoint.operators import (
     WindowBuffer,
 )
 from cqels_endpoint.operators.base import Operator, Sink
-from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.order import Order
@@ -32,6 +32,7 @@ from cqels_endpoint.operators.path import PathWindow
 from cqels_endpoint.operators.shared.schemas import union_schema
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
 from cqels_endpoint.plan import nodes as p
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import compile_filter
 
 
@@ -136,6 +137,16 @@ def build_operators(
                     decoder,
                     label(node, "optional", source),
                     **context,
+                )
+            case p.MarkNode():
+                operator = Mark(
+                    node.left.schema,
+                    node.right.schema,
+                    node.kind,
+                    _merged_condition(node, decoder, context),
+                    label(node, f"{node.kind} mark", source),
+                    keys=node.keys,
+                    column=node.column,
                 )
             case p.NegationNode():
                 operator = Negation(

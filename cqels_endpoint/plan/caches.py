@@ -19,13 +19,17 @@ from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.terms import Var
 
 
-def cache_sparql(query: n.AlgebraQuery, cache: StaticCache) -> str:
-    """The SELECT whose solutions are the cached mappings of ``cache``."""
+def cache_select(query: n.AlgebraQuery, cache: StaticCache) -> n.AlgebraQuery:
+    """The SELECT whose solutions are the cached mappings of ``cache``, as algebra."""
     static_datasets = tuple(d for d in query.datasets if isinstance(d, ast.DatasetClause))
-    select = n.AlgebraQuery(
+    return n.AlgebraQuery(
         QueryForm.SELECT,
         n.Project(tuple(Var(name) for name in cache.schema), cache.pattern),
         datasets=static_datasets,
         base=query.base,
     )
-    return to_sparql(select)
+
+
+def cache_sparql(query: n.AlgebraQuery, cache: StaticCache) -> str:
+    """The SELECT whose solutions are the cached mappings of ``cache``."""
+    return to_sparql(cache_select(query, cache))

@@ -13,7 +13,10 @@ down, joins flattened, static sub-patterns wrapped as ``StaticPattern``) and map
   their operators;
 - ``Distinct`` and ``Reduced`` (run as DISTINCT, which REDUCED allows) to a counting ``DistinctNode``,
   ``Union`` to a ``UnionNode`` (missing columns unbound), ``LeftJoin`` (OPTIONAL with its filter) to
-  an ``OptionalNode``; a static-only operand of those becomes a cache.
+  an ``OptionalNode``; a static-only operand of those becomes a cache;
+- ``Minus`` and each (NOT) EXISTS operand of a FILTER's conjunction to a ``NegationNode``; a (NOT)
+  EXISTS inside a larger FILTER or BIND expression to a ``MarkNode`` below the filter or extend,
+  which reads the mark's internal column (``.existsN``) in its place, projected away above it.
 
 An ``ASK`` query is compiled as ``Distinct(Project((), pattern))``: Γ holds the empty mapping while
 the pattern has a solution.
@@ -27,8 +30,9 @@ is dropped. A nested SELECT is an operand like any other: joined, unioned, negat
 streams is a static cache.
 
 The constructs without an incremental operator (SERVICE or a variable GRAPH around a stream
-pattern, a variable stream name, EXISTS inside a larger expression, NOW()…) raise ``PlanError``
-naming the construct and its query line; ``mode="recompute"`` evaluates them.
+pattern, a variable stream name, EXISTS in an ORDER BY, a GROUP BY key, an aggregate or an
+OPTIONAL's filter, NOW()…) raise ``PlanError`` naming the construct and its query line;
+``mode="recompute"`` evaluates them.
 """
 
 from __future__ import annotations
@@ -37,10 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.rewrite import map_children
 from cqels_endpoint.algebra.ties import break_ties
 from cqels_endpoint.algebra.variables import certainly_bound, contains_stream, in_scope, mentioned, required_by
 from cqels_endpoint.errors import PlanError, SharingError
-from cqels_endpoint.plan.caches import cache_sparql
+from cqels_endpoint.plan.caches import cache_select, cache_sparql
 from cqels_endpoint.plan.nodes import (
     DistinctNode,
     ExtendNode,
@@ -48,6 +53,7 @@ from cqels_endpoint.plan.nodes import (
     GroupNode,
     JoinIndex,
     JoinInput,
+    MarkNode,
     MultiwayJoin,
     NegationKind,
     NegationNode,
@@ -65,7 +71,7 @@ from cqels_endpoint.plan.nodes import (
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.ast import BuiltinCall
 from cqels_endpoint.query.kinds import QueryForm
-from cqels_endpoint.query.visit import walk
+from cqels_endpoint.query.visit import children, walk
 from cqels_endpoint.terms import IRI, BlankNode, Var
 
 INSTANCE = n.INSTANCE.name
@@ -259,7 +265,7 @@ class _Compiler:
                     else:
                         inputs.append(self._node(operand, graph))
                 return self._join(inputs, pattern)
-            case n.Filter(exprs, inner) if any(isinstance(e, n.Exists) for e in exprs):
+            case n.Filter(exprs, inner) if any(_outer_exists(e) for e in exprs):
                 return self._exists_filter(pattern, graph)
             case n.Minus(left, right):
                 # The stream triples of ``left`` come first in the engine's pre-order numbering.
@@ -273,6 +279,8 @@ class _Compiler:
                 required = {v.name for e in exprs for v in required_by(e)}
                 self.certain[id(node)] = self._certain(child) | (required & set(child.schema))
                 return node
+            case n.Extend(var, expr, inner) if _outer_exists(expr):
+                return self._exists_extend(pattern, graph)
             case n.Extend(var, expr, inner):
                 self._check_expressions((expr,))
                 child = self._node(inner, graph)
@@ -345,32 +353,71 @@ class _Compiler:
         return self._node(pattern, graph)
 
     def _exists_filter(self, pattern: n.Filter, graph: IRI | None) -> PlanNode:
-        """A FILTER whose conjunction holds (NOT) EXISTS operands: the plain operands become a
-        filter, each (NOT) EXISTS a negation operator over it."""
-        plain = tuple(e for e in pattern.exprs if not isinstance(e, n.Exists))
+        """A FILTER whose expressions hold (NOT) EXISTS: the operands without one become a filter;
+        each (NOT) EXISTS operand of the conjunction a negation operator over it; the operands with
+        one inside a larger expression a filter over mark operators (``_marks``)."""
+        plain = tuple(e for e in pattern.exprs if not _outer_exists(e))
+        marked = tuple(e for e in pattern.exprs if _outer_exists(e) and not isinstance(e, n.Exists))
         self._check_expressions(plain)
         # The engine numbers stream triples in pre-order, FILTER expressions before the FILTER's
         # input: compile the EXISTS patterns first so the leaf ids follow that order.
         outer = self.enclosing | {v.name for v in in_scope(pattern.input)}
-        inner_sides = [self._exists_side(e, graph, outer) for e in pattern.exprs if isinstance(e, n.Exists)]
+        inner_sides = [self._exists_side(x, graph, outer) for e in pattern.exprs for x in _outer_exists(e)]
         node = self._branch(pattern.input, graph)
         if plain:
             filtered = FilterNode(self._id("F"), node.schema, pattern.span, exprs=plain, input=node)
             self.certain[id(filtered)] = self._certain(node)
             node = filtered
+        if marked:
+            columns = node.schema
+            nested = [side for side in inner_sides if not _among(side[0], pattern.exprs)]
+            node, marked = self._marks(node, nested, marked)
+            filtered = FilterNode(self._id("F"), node.schema, pattern.span, exprs=marked, input=node)
+            self.certain[id(filtered)] = self._certain(node)
+            node = self._project(filtered, columns, pattern.span)
         for exists, right, condition in inner_sides:
-            kind = NegationKind.NOT_EXISTS if exists.negated else NegationKind.EXISTS
-            node = self._negation(exists, kind, node, right, condition)
+            if _among(exists, pattern.exprs):
+                kind = NegationKind.NOT_EXISTS if exists.negated else NegationKind.EXISTS
+                node = self._negation(exists, kind, node, right, condition)
         return node
+
+    def _exists_extend(self, pattern: n.Extend, graph: IRI | None) -> PlanNode:
+        """A BIND or SELECT expression holding (NOT) EXISTS: an extend over mark operators (``_marks``)."""
+        outer = self.enclosing | {v.name for v in in_scope(pattern.input)}
+        # Pre-order: the expression's EXISTS patterns before the input (see ``_exists_filter``).
+        inner_sides = [self._exists_side(x, graph, outer) for x in _outer_exists(pattern.expr)]
+        child = self._branch(pattern.input, graph)
+        node, (expr,) = self._marks(child, inner_sides, (pattern.expr,))
+        name = pattern.var.name
+        schema = node.schema + ((name,) if name not in node.schema else ())
+        extended = ExtendNode(self._id("B"), schema, pattern.span, var=name, expr=expr, input=node)
+        self.certain[id(extended)] = self._certain(node)
+        return self._project(extended, child.schema + ((name,) if name not in child.schema else ()), pattern.span)
+
+    def _marks(
+        self, node: PlanNode, sides: list[tuple[n.Exists, PlanNode, tuple]], exprs: tuple[n.Expression, ...]
+    ) -> tuple[PlanNode, tuple[n.Expression, ...]]:
+        """``node`` with one mark operator per (NOT) EXISTS of ``sides``, each appending the value of
+        its (NOT) EXISTS as an internal column, and ``exprs`` reading those columns in their place."""
+        columns: dict[int, Var] = {}
+        for exists, right, condition in sides:
+            kind = NegationKind.NOT_EXISTS if exists.negated else NegationKind.EXISTS
+            column = self._id(".exists")
+            node = self._negation(exists, kind, node, right, condition, mark=column)
+            columns[id(exists)] = Var(column)
+        exprs = tuple(_read_marks(e, columns) for e in exprs)
+        self._check_expressions(exprs)
+        return node, exprs
 
     def _exists_side(
         self, exists: n.Exists, graph: IRI | None, outer: frozenset[str]
     ) -> tuple[n.Exists, PlanNode, tuple]:
         """The right input of a (NOT) EXISTS and its condition: the FILTERs at the top of the inner
         group, evaluated on the merged row because they may read outer variables (``outer``: the
-        left side's and those around it). A (NOT) EXISTS operand of that condition filters the
-        inner group alone when it reads no outer variable the inner group leaves out: it becomes a
-        negation operator inside the right input."""
+        left side's and those around it). A (NOT) EXISTS in that condition that reads no outer
+        variable the inner group leaves out depends on the inner row alone: an operand of the
+        condition's conjunction becomes a negation operator inside the right input, one inside a
+        larger expression a mark operator there, whose column the condition reads."""
         inner = exists.pattern
         condition: list[n.Expression] = []
         static_wrapper = None
@@ -380,17 +427,17 @@ class _Compiler:
             condition.extend(inner.exprs)
             inner = inner.input
         nested = tuple(e for e in condition if isinstance(e, n.Exists))
+        in_order = [x for e in condition for x in _outer_exists(e)]
         condition = [e for e in condition if not isinstance(e, n.Exists)]
         scope = {v.name for v in in_scope(inner)}
-        correlated = {v.name for e in nested for v in mentioned(e)} & outer - scope
-        if correlated or any(isinstance(x, n.Exists) for e in condition for x in walk(e)):
+        correlated = {v.name for e in in_order for v in mentioned(e)} & outer - scope
+        if correlated:
             variables = " ".join("?" + name for name in sorted(correlated))
-            why = f", reading the outer variables {variables}," if correlated else ""
             raise PlanError(
-                f"a (NOT) EXISTS nested inside another one{why}{_where(self.query, exists)} is not supported by "
-                'incremental continuous queries; register the query with mode="recompute" to evaluate it'
+                f"a (NOT) EXISTS nested inside another one, reading the outer variables {variables},"
+                f"{_where(self.query, exists)} is not supported by incremental continuous queries; register the "
+                'query with mode="recompute" to evaluate it'
             )
-        self._check_expressions(tuple(condition))
         for node in walk(inner):
             exprs = node.exprs if isinstance(node, (n.Filter, n.LeftJoin)) else ()
             exprs += (node.expr,) if isinstance(node, n.Extend) else ()
@@ -402,19 +449,29 @@ class _Compiler:
                         "(only FILTERs at the top of its group may read outer variables)",
                         node,
                     )
-        if nested:
-            inner = n.Filter(nested, inner, span=inner.span)
-        if static_wrapper is not None:
-            inner = n.StaticPattern(inner, static_wrapper.join_vars, span=static_wrapper.span)
         enclosing, self.enclosing = self.enclosing, outer
         try:
-            right = self._branch(inner, graph)
+            if static_wrapper is not None:
+                # One static cache computes the inner group with its nested (NOT) EXISTS operands.
+                if nested:
+                    inner = n.Filter(nested, inner, span=inner.span)
+                right = self._branch(n.StaticPattern(inner, static_wrapper.join_vars, span=static_wrapper.span), graph)
+                sides = [self._exists_side(x, graph, outer | scope) for x in in_order if not _among(x, nested)]
+            else:
+                # Pre-order, as the engine numbers stream triples: the condition's patterns, then the group.
+                sides = [self._exists_side(x, graph, outer | scope) for x in in_order]
+                right = self._branch(inner, graph)
+                for side in [side for side in sides if _among(side[0], nested)]:
+                    kind = NegationKind.NOT_EXISTS if side[0].negated else NegationKind.EXISTS
+                    right = self._negation(side[0], kind, right, side[1], side[2])
+            marks = [side for side in sides if not _among(side[0], nested)]
+            right, marked = self._marks(right, marks, tuple(condition))
         finally:
             self.enclosing = enclosing
-        return exists, right, tuple(condition)
+        return exists, right, marked
 
     def _negation(
-        self, pattern: object, kind: NegationKind, left: PlanNode, right: PlanNode, condition: tuple
+        self, pattern: object, kind: NegationKind, left: PlanNode, right: PlanNode, condition: tuple, mark: str = ""
     ) -> NegationNode:
         shared = shared_columns(left.schema, right.schema)
         maybe_inner = [c for c in shared if c not in self._certain(right)]
@@ -430,8 +487,16 @@ class _Compiler:
             )
         # Hashed: the shared columns bound in every row of both sides; the others are checked per candidate.
         keys = tuple(c for c in shared if c in self._certain(left) and c in self._certain(right))
+        span = getattr(pattern, "span", None)
+        if mark:
+            node = MarkNode(
+                self._id("M"), (*left.schema, mark), span,
+                kind=kind, shared=shared, keys=keys, condition=condition, left=left, right=right, column=mark,
+            )
+            self.certain[id(node)] = self._certain(left) | {mark}
+            return node
         node = NegationNode(
-            self._id("N"), left.schema, getattr(pattern, "span", None),
+            self._id("N"), left.schema, span,
             kind=kind, shared=shared, keys=keys, condition=condition, left=left, right=right,
         )
         self.certain[id(node)] = self._certain(left)
@@ -442,9 +507,9 @@ class _Compiler:
             if isinstance(node, n.Exists):
                 construct = "NOT EXISTS" if node.negated else "EXISTS"
                 raise PlanError(
-                    f"{construct}{_where(self.query, node)} inside a larger expression is not supported by "
-                    "incremental continuous queries: only FILTER (NOT) EXISTS operands of a FILTER's "
-                    'conjunction are; register the query with mode="recompute" to evaluate it'
+                    f"{construct}{_where(self.query, node)} inside this expression is not supported by "
+                    "incremental continuous queries: only FILTER and BIND expressions (SELECT expressions and "
+                    'HAVING included) may hold one; register the query with mode="recompute" to evaluate it'
                 )
             if isinstance(node, BuiltinCall) and node.name == "NOW":
                 # Operators evaluate an expression once, when a mapping arrives; a NOW() condition would
@@ -504,6 +569,7 @@ class _Compiler:
             pattern=inner,
             join_vars=tuple(v.name for v in pattern.join_vars),
         )
+        cache.select = cache_select(self.query, cache)
         cache.sparql = cache_sparql(self.query, cache)
         self.certain[id(cache)] = frozenset(v.name for v in certainly_bound(inner)) & frozenset(schema)
         self.caches.append(cache)
@@ -530,3 +596,21 @@ class _Compiler:
         """The columns bound in every mapping ``node`` produces."""
         return self.certain[id(node)]
 
+
+def _outer_exists(expr: n.Expression) -> list[n.Exists]:
+    """The (NOT) EXISTS of ``expr`` not inside another one, in pre-order (``expr`` itself if it is one)."""
+    if isinstance(expr, n.Exists):
+        return [expr]
+    return [exists for child in children(expr) for exists in _outer_exists(child)]
+
+
+def _among(exists: n.Exists, exprs) -> bool:
+    """Whether ``exists`` is one of ``exprs`` itself (by identity: equal EXISTS may sit elsewhere)."""
+    return any(exists is e for e in exprs)
+
+
+def _read_marks(expr: n.Expression, columns: dict[int, Var]) -> n.Expression:
+    """``expr`` with each (NOT) EXISTS of ``columns`` (by identity) replaced by its mark column."""
+    if isinstance(expr, n.Exists):
+        return columns[id(expr)]
+    return map_children(expr, lambda child: _read_marks(child, columns))

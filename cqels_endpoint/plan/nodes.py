@@ -90,13 +90,15 @@ class StaticCache(PlanNode):
 
     ``pattern`` is the algebra of the sub-pattern (wrapped in the ``GRAPH`` it sits in, if any);
     ``join_vars`` the columns it shares with the rest of the query; ``sparql`` the SELECT it is
-    computed with (written by the compiler, run by ``plan.caches.compute_cache``). The mappings
-    themselves live in its operator.
+    computed with (written by the compiler from ``select``, run by ``caches.engines.compute_cache``,
+    which writes ``select`` again with the store's named graphs when ``to_sparql.needs_store_graphs``).
+    The mappings themselves live in its operator.
     """
 
     pattern: n.Pattern | None = None
     join_vars: tuple[str, ...] = ()
     sparql: str = ""
+    select: n.AlgebraQuery | None = None
     # The instance table of a template's shared plan: rows set by its instances, not computed.
     instances: bool = False
 
@@ -230,6 +232,16 @@ class NegationNode(BinaryNode):
     shared: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     condition: tuple[n.Expression, ...] = ()
+
+
+@dataclass(eq=False)
+class MarkNode(NegationNode):
+    """A (NOT) EXISTS inside a larger expression (``FILTER (?x = 1 || NOT EXISTS { … })``, ``BIND
+    (EXISTS { … } AS ?b)``): every ``left`` row with the value of the (NOT) EXISTS appended as the
+    internal column ``column`` (``true``/``false``), which the FILTER or BIND above reads in its
+    place (the ``Mark`` operator); ``kind`` is EXISTS or NOT EXISTS, the rest as for a negation."""
+
+    column: str = ""
 
 
 @dataclass(eq=False)

@@ -65,11 +65,17 @@ def _file_of(iri: IRI) -> Path | None:
 
 
 def default_graph_triples(files: list[Path]) -> list[ox.Triple]:
-    """The triples of ``files`` (each parsed against its own IRI as base), as one stream event."""
+    """The RDF merge of ``files`` (each parsed against its own IRI as base), as one stream event: the
+    parser keeps blank node labels, so each file's blank nodes are renamed apart from the others'."""
     triples = []
     for file in files:
+        fresh: dict[ox.BlankNode, ox.BlankNode] = {}
+
+        def apart(term, fresh=fresh):
+            return fresh.setdefault(term, ox.BlankNode()) if isinstance(term, ox.BlankNode) else term
+
         for quad in ox.parse(path=str(file), format=RDF_FORMATS[file.suffix], base_iri=file.as_uri()):
-            triples.append(ox.Triple(quad.subject, quad.predicate, quad.object))
+            triples.append(ox.Triple(apart(quad.subject), quad.predicate, apart(quad.object)))
     return triples
 
 

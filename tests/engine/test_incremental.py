@@ -86,7 +86,7 @@ def test_a_top_level_order_by_orders_the_emissions_over_the_columns_it_reads() -
 @pytest.mark.parametrize(
     ("where", "construct", "line"),
     [
-        ("{ STREAM <S> [ALL] { ?a :p ?b }\n  FILTER (?a = ?b || NOT EXISTS { ?b :q ?c }) }", "NOT EXISTS", 4),
+        ("{ STREAM <S> [ALL] { ?a :p ?b }\n  OPTIONAL { ?b :q ?c FILTER (?a = ?b || NOT EXISTS { ?c :q ?b }) } }", "NOT EXISTS", 4),
         ("{ STREAM <S> [ALL] { ?a :p ?b }\n  GRAPH ?g { STREAM <S> [NOW] { ?b :q ?c } } }", "GRAPH ?g around a stream pattern", 4),
     ],
 )

@@ -66,6 +66,19 @@ RIGHT_SIDES = (
     ),
     # DEBS Q2 "empty taxis": the trip ?a of taxi ?b dropped off at ?n has no later pick-up ?m of ?b.
     ("FILTER NOT EXISTS {{ STREAM <{stream}> {window} {{ ?c :p ?b . ?c :v ?m }} FILTER (?m > ?n) }}", {"b", "n"}),
+    # (NOT) EXISTS inside a larger expression: a mark operator whose column the expression reads,
+    # also in the inner group's FILTER (there the mark sits in the right input).
+    ("FILTER NOT EXISTS {{ STREAM <{stream}> {window} {{ ?b :p ?c }} FILTER (?c = :e0 || EXISTS {{ ?c :s ?d }}) }}", {"b"}),
+    ("FILTER NOT EXISTS {{ ?b :s ?c FILTER (?c = :e0 || EXISTS {{ ?c :s ?d }}) }}", {"b"}),
+    (
+        "FILTER EXISTS {{ STREAM <{stream}> {window} {{ ?a :q ?c }} "
+        "FILTER (?n > 1 || NOT EXISTS {{ STREAM <{stream}> {window} {{ ?c :p ?d }} }}) }}",
+        {"a", "n"},
+    ),
+    ("FILTER (?a = :e0 || NOT EXISTS {{ STREAM <{stream}> {window} {{ ?b :p ?c }} }})", {"a", "b"}),
+    ("FILTER (?n > 1 && EXISTS {{ STREAM <{stream}> {window} {{ ?a :v ?m }} FILTER (?m > ?n) }} || ?n = 0)", {"a", "n"}),
+    ("BIND (EXISTS {{ STREAM <{stream}> {window} {{ ?a :q ?c }} }} AS ?x)", {"a"}),
+    ("BIND (IF(NOT EXISTS {{ ?a :t ?m }}, ?b, 1 / 0) AS ?x) FILTER (!BOUND(?x) || !EXISTS {{ ?x :s ?c }})", {"a", "b"}),
 )
 DEBS_Q2_EMPTY_TAXIS = f"""PREFIX : <{EX}>
 SELECT ?a ?b ?n WHERE {{
@@ -130,7 +143,7 @@ def test_debs_q2_empty_taxis_by_hand() -> None:
     assert rows[1] == (2, [f"<{EX}t2>"])
 
 
-def test_exists_inside_exists_is_refused() -> None:
+def test_correlated_exists_inside_exists_is_refused() -> None:
     engine = Engine()
     query = f"PREFIX : <{EX}> SELECT * WHERE {{ STREAM <{STREAMS[0]}> [ALL] {{ ?a :p ?b }} FILTER NOT EXISTS {{ ?b :s ?c FILTER EXISTS {{ ?c :s ?a }} }} }}"
     with pytest.raises(PlanError, match="nested inside another one"):
@@ -138,12 +151,66 @@ def test_exists_inside_exists_is_refused() -> None:
     engine.close()
 
 
-def test_exists_inside_an_expression_is_refused() -> None:
+def test_exists_inside_an_order_by_is_refused() -> None:
     engine = Engine()
-    query = f"PREFIX : <{EX}> SELECT * WHERE {{ STREAM <{STREAMS[0]}> [ALL] {{ ?a :p ?b }} FILTER (?a = :e0 || NOT EXISTS {{ ?b :s ?c }}) }}"
-    with pytest.raises(PlanError, match="inside a larger expression"):
+    query = f"PREFIX : <{EX}> SELECT * WHERE {{ STREAM <{STREAMS[0]}> [ALL] {{ ?a :p ?b }} }} ORDER BY (NOT EXISTS {{ ?b :s ?c }})"
+    with pytest.raises(PlanError, match="only FILTER and BIND expressions"):
         engine.register(query)
     engine.close()
+
+
+def test_exists_inside_an_expression_by_hand() -> None:
+    """``?a = :e0 || NOT EXISTS { ?b :q ?c }``: e2's row is out while ``e1 :q e3`` is in the window
+    and comes in when it expires, e0's row stays; the BIND reads the other mark, which turns true."""
+    n = lambda name: f"<{EX}{name}>"  # noqa: E731
+    query = f"""PREFIX : <{EX}> SELECT ?a ?x WHERE {{
+      STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?a :p ?b }}
+      FILTER (?a = :e0 || NOT EXISTS {{ STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?b :q ?c }} }})
+      BIND (EXISTS {{ STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?a :q ?d }} }} AS ?x)
+    }}"""
+    events = [
+        ["push", STREAMS[0], 1, f"{n('e1')} {n('q')} {n('e3')} ."],
+        ["push", STREAMS[0], 5, f"{n('e0')} {n('p')} {n('e1')} .\n{n('e2')} {n('p')} {n('e1')} ."],
+        ["push", STREAMS[0], 8, f"{n('e0')} {n('q')} {n('e3')} ."],
+        ["advance", 12],
+        ["advance", 16],
+    ]
+    logs = run_both(Scenario(query, "", events))
+    assert not differences(logs)
+    rows = [(e.time, sorted((r["a"].value, r["x"].value) for r in e.rows)) for e in logs["incremental", "RSTREAM"]]
+    assert rows == [
+        (1, []),
+        (5, [(f"{EX}e0", "false")]),
+        (8, [(f"{EX}e0", "true")]),
+        (12, [(f"{EX}e0", "true"), (f"{EX}e2", "false")]),
+        (16, []),
+    ]
+
+
+MARKED_SHAPES = (
+    # A static outer side, the EXISTS streaming: the extend sits on a static cache.
+    f"SELECT ?a (EXISTS {{ STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?a :q ?c }} }} AS ?x) WHERE {{ ?a :t ?n }}",
+    # HAVING: the mark sits on the groups, joined on the group key.
+    f"SELECT ?a (COUNT(*) AS ?k) WHERE {{ STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?a :q ?c }} }} GROUP BY ?a "
+    "HAVING (COUNT(*) > 1 || NOT EXISTS { ?a :t 1 })",
+    # Two marks in one expression, one of them in the condition of an IF.
+    f"SELECT * WHERE {{ STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?a :q ?c }} "
+    f"BIND (IF(EXISTS {{ ?c :t ?m }}, NOT EXISTS {{ STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?c :q ?a }} }}, false) AS ?x) }}",
+)
+
+
+@pytest.mark.parametrize("shape", MARKED_SHAPES)
+def test_exists_marks_in_other_places(shape: str) -> None:
+    integer = "<http://www.w3.org/2001/XMLSchema#integer>"
+    static = f'<{EX}e0> <{EX}t> "1"^^{integer} .\n<{EX}e1> <{EX}t> "2"^^{integer} .'
+    events = [
+        ["push", STREAMS[0], 1, f"<{EX}e0> <{EX}q> <{EX}e1> ."],
+        ["push", STREAMS[0], 3, f"<{EX}e1> <{EX}q> <{EX}e1> ."],
+        ["advance", 12],
+        ["push", STREAMS[0], 13, f"<{EX}e1> <{EX}q> <{EX}e2> ."],
+    ]
+    logs = check(Scenario(f"PREFIX : <{EX}>\n{shape}", static, events))
+    assert emitted(logs, "ISTREAM")
 
 
 @pytest.mark.parametrize(("name", "scenario"), regression_cases(NEGATION_REGRESSIONS))

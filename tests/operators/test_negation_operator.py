@@ -187,6 +187,30 @@ def test_right_arrival_and_expiry_flip_a_left_row_once_per_tick():
     assert operator.counters()["kept"] == 0
 
 
+@pytest.mark.parametrize("condition", [None, lambda row: True], ids=["by key", "pairwise"])
+def test_a_right_row_leaving_without_having_entered_is_an_error(condition):
+    operator = Negation(("a",), ("a", "c"), "not exists", condition)
+    operator.on_batch(1, [Delta((1, 2), 1, (1,))])
+    with pytest.raises(OperatorError, match="without entering"):
+        operator.on_batch(1, [Delta((3, 2), -1, (2,))])
+
+
+@pytest.mark.parametrize("condition", [None, lambda row: True], ids=["by key", "pairwise"])
+def test_lineages_of_static_mappings_come_out_as_they_went_in(condition):
+    # Static caches number their mappings -1, -2, …: a leaf id is no term id, -1 included.
+    operator = Negation(("a",), ("a", "c"), "not exists", condition)
+    sink = Recorder(("a",))
+    operator.connect(sink)
+    operator.on_batch(0, [Delta((1,), 1, (-1,)), Delta((2,), 1, (-2,))])
+    operator.on_punctuation(0)
+    operator.on_punctuation(0)
+    assert sink.tick == [Delta((1,), 1, (-1,)), Delta((2,), 1, (-2,))]
+    operator.on_batch(1, [Delta((1, 3), 1, (-1,))])
+    operator.on_punctuation(1)
+    operator.on_punctuation(1)
+    assert sink.tick[2:] == [Delta((1,), -1, (-1,))]
+
+
 def test_unbound_shared_column_is_an_error():
     operator = Negation(("a",), ("a",), "minus")
     with pytest.raises(OperatorError, match="unbound"):

@@ -21,11 +21,11 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.operators import _distinct, _optional, _union
 from cqels_endpoint.operators.base import Delta
-from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.reference import distinct as reference_distinct
 from cqels_endpoint.operators.reference import optional as reference_optional
 from cqels_endpoint.operators.reference import union as reference_union
 from cqels_endpoint.query.visit import walk
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.expressions import compile_filter
 
@@ -120,6 +120,13 @@ def test_distinct_emits_only_at_the_end_of_the_tick_and_not_for_a_row_that_came_
     assert recorder.deltas[-1] == Delta((1,), 1, (1,))  # a new lineage for the re-added row
     assert operator.counters()["distinct_rows"] == 1
     assert operator.counters()["duplicates"] == 0
+
+
+def test_distinct_refuses_the_id_that_stands_for_unbound():
+    # -1 is no term id (runtime/encoding.py never assigns inline type 31): the compiled state uses it for None.
+    operator = _distinct.Distinct(("a",))
+    with pytest.raises(ValueError, match="reserved"):
+        operator.on_batch(0, [Delta((-1,), 1, (1,))])
 
 
 # ---- UNION ------------------------------------------------------------------------------------

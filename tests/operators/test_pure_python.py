@@ -1,5 +1,6 @@
-"""``CQELS_PURE_PYTHON=1``: the package picks the pure-Python twins of every compiled module, and the
-engine's property tests pass on them.
+"""``CQELS_PURE_PYTHON=1``: the package picks the pure-Python twins of every compiled module (the
+operators, the term codec and dictionary, the router, the window states; the N-Triples reader has
+none: pyoxigraph reads every event), and the engine's property tests pass on them.
 
 The operator tests compare each compiled operator with its twin in one process, whatever the
 switch; what only the switch exercises is the engine running on the twins. So the engine-level
@@ -24,6 +25,7 @@ OPERATORS = {
     "Distinct": "distinct",
     "MultiwayJoin": "join",
     "WindowBuffer": "join",
+    "Mark": "mark",
     "Negation": "negation",
     "OptionalJoin": "optional",
     "Project": "project",
@@ -48,15 +50,19 @@ def _environment(flag: str) -> dict[str, str]:
 def test_the_switch_picks_the_twins_of_every_compiled_module(flag, compiled):
     code = (
         "import cqels_endpoint.operators as o, cqels_endpoint.runtime.encoding as e\n"
+        "from cqels_endpoint.runtime import routing, streams, windows\n"
+        "from cqels_endpoint.query.windows import RangeWindow\n"
         f"for name in {list(OPERATORS)!r}: print(getattr(o, name).__module__)\n"
-        "print(o.COMPILED, e.COMPILED, e.inline_id is e.inline_id_python, e.decode_inline is e.decode_inline_python)"
+        "print(o.COMPILED, e.COMPILED, e.inline_id is e.inline_id_python, e.decode_inline is e.decode_inline_python,\n"
+        "      e.TermDictionary is e.TermDictionaryPython, routing.Router is routing.RouterPython,\n"
+        "      type(windows.build_window(RangeWindow(1))) is windows.EagerRangeState, streams.read_ntriples is None)"
     )
     output = subprocess.run(
         [sys.executable, "-c", code], env=_environment(flag), capture_output=True, text=True, check=True
     ).stdout.split()
     package = "cqels_endpoint.operators._" if compiled else "cqels_endpoint.operators.reference."
     assert output[: len(OPERATORS)] == [package + module for module in OPERATORS.values()]
-    assert output[len(OPERATORS) :] == [str(compiled), str(compiled), str(not compiled), str(not compiled)]
+    assert output[len(OPERATORS) :] == [str(compiled), str(compiled)] + [str(not compiled)] * 6
 
 
 def test_the_engine_property_tests_pass_on_the_twins():

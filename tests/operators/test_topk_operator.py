@@ -26,10 +26,10 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.operators import _topk
 from cqels_endpoint.operators.base import Delta
-from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.reference import topk as reference_topk
 from cqels_endpoint.query.visit import walk
+from cqels_endpoint.runtime.decoding import TermDecoder
 from cqels_endpoint.runtime.encoding import TermDictionary
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -160,6 +160,26 @@ def test_a_change_behind_the_kth_row_is_a_skipped_tick_and_emits_nothing():
     third = harness.tick([Delta((g, ids[9]), -1, (4,))], 3)
     assert [(d.row[1], d.sign) for d in third] == [(ids[9], -1), (ids[5], 1)], "a removal pulls the next row in"
     assert harness.operator.counters()["recomputations"] == 3
+
+
+@pytest.mark.parametrize("limit", [2, 0], ids=["against the slice's edge", "inside the ordered set"])
+def test_an_order_key_comparison_error_reaches_the_caller_as_it_was_raised(limit):
+    """The C++ ordered set compares the Python order keys; a comparison that raises must come out as
+    that exception (not a crash, not a generic RuntimeError), leaving the operator as it was."""
+    harness = Harness(_topk.TopK, "ORDER BY ?x", 0, limit, TermDictionary())
+    harness.operator._rows = _topk._TopRows(lambda row: (row[0],), 0, limit)  # keys that do not compare across types
+    one, two = Delta((1, 0), 1, (1,)), Delta((2, 0), 1, (3,))
+
+    def shown(deltas):
+        return deltas if limit else []
+
+    assert harness.tick([one], 0) == shown([one])
+    with pytest.raises(TypeError, match="not supported"):
+        harness.operator.on_batch(0, [Delta(("a", 0), 1, (2,))])
+    assert harness.tick([two], 1) == shown([two])
+    gone = [Delta(one.row, -1, one.lineage), Delta(two.row, -1, two.lineage)]
+    assert harness.tick(gone, 2) == shown(gone)
+    assert harness.operator.counters()["live_rows"] == 0
 
 
 def test_limit_0_never_recomputes_and_a_shrinking_relation_shrinks_the_slice():

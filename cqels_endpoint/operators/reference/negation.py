@@ -70,13 +70,17 @@ class Negation(NegationBase):
             return common
         return self._condition is None or bool(self._condition(tuple(merged) + tuple(right[i] for i in self._extra)))
 
+    def _output_row(self, row: tuple, matched: bool) -> tuple | None:
+        """The row a live left row puts in the output (None: none), given whether a right row matches it."""
+        return row if matched == (self.kind is NegationKind.EXISTS) else None
+
     def on_tick_end(self, tau: int) -> None:
         left, right = self._inputs
         output = {}
         for lineage, row in left.items():
-            matched = any(self._match(row, other) for other in right.values())
-            if matched == (self.kind is NegationKind.EXISTS):
-                output[lineage] = row
+            out = self._output_row(row, any(self._match(row, other) for other in right.values()))
+            if out is not None:
+                output[lineage] = out
         # A lineage may come back with another row (an upstream group's changed aggregates).
         gone = [Delta(row, -1, lineage) for lineage, row in sorted(self._output.items()) if output.get(lineage) != row]
         new = [Delta(row, 1, lineage) for lineage, row in sorted(output.items()) if self._output.get(lineage) != row]
