@@ -141,12 +141,18 @@ AGGREGATE_QUERIES = {
 }
 
 
+# Modules the former sources import that have moved since: old dotted name -> today's.
+MOVED_MODULES = {"cqels_endpoint.operators.decoding": "cqels_endpoint.runtime.decoding"}
+
+
 def former_module(operator: str, revision: str) -> types.ModuleType:
     """The module source of ``operator`` at git ``revision``, executed as a fresh module."""
     path = FORMER_SOURCES[operator]
     source = subprocess.run(
         ["git", "show", f"{revision}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout
+    for old, new in MOVED_MODULES.items():
+        source = source.replace(old, new)
     return source_module(f"former_{operator}", source, f"{revision}:{path}")
 
 
