@@ -7,8 +7,9 @@ One query with one stream pattern and a wide window, whose FILTER passes nothing
 
     SELECT ?s WHERE { STREAM <s> [RANGE 1d] { ?s <p> ?o } FILTER(?o < 0) }
 
-so Γ stays empty and what grows is the window: the engine's stream buffer, the query's window
-set and its buffer (the filter sits above the window). Every triple is new: a subject IRI of its
+so Γ stays empty and what grows is the window: its window state (``runtime/_windows.pyx``), the
+set of triples its window buffer keeps (``operators/_join.pyx``) and the dictionary entries of the
+new terms (``runtime/_dictionary.pyx``); the filter sits above the window. Every triple is new: a subject IRI of its
 own and a distinct non-negative integer literal, ``--per-event`` triples per event 1 ms apart
 (1M triples span under 2 h of stream time, well inside the day), pushed with
 ``engine.push_batch`` in batches of 10,000 triples built just before their push.
@@ -151,7 +152,8 @@ def write_table(args, results: list[dict], where: str, load: tuple[float, float]
         "",
         f"Machine: {where}; load average {load[0]:.2f} before, {load[1]:.2f} after (2 cores shared with other jobs). The whole run took {elapsed:.0f} s.",
         "",
-        f"Query: `{QUERY.replace(EX, '')}` (Γ stays empty: the window is what grows). Every triple has "
+        f"Query: `{QUERY.replace(EX, '')}` (Γ stays empty: the window is what grows: its window state, "
+        "its buffer's set of triples and the dictionary entries of the new terms). Every triple has "
         f"a new subject IRI and a distinct integer object; {args.per_event} triples per event, 1 ms apart, "
         f"pushed with `push_batch` in batches of {BATCH:,} triples. Each size in a fresh process, after "
         f"{WARM_UP:,} warm-up triples. *RSS* is the resident set's growth (`/proc/self/statm`) minus "

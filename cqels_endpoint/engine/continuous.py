@@ -19,6 +19,7 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.windows import RangeWindow, WindowConfig
 from cqels_endpoint.runtime.latency import LatencyHistogram
+from cqels_endpoint.runtime.routing import PatternSpec, Router
 from cqels_endpoint.runtime.sharing import WindowReader
 from cqels_endpoint.runtime.streams import Event
 from cqels_endpoint.runtime.windows import CloseSchedule
@@ -60,7 +61,10 @@ class ContinuousQuery:
         self.streams = frozenset(st.stream.value for st in self.patterns) | frozenset(
             stream.value for stream, _window in declared_windows(self.algebra)
         )
-        self._routes = {stream: _routes([st for st in self.patterns if st.stream.value == stream]) for stream in self.streams}
+        # The router of each stream, made at the first event (``_on_event``), and the ids of the
+        # constants it matches, each holding a dictionary reference until the query closes.
+        self._routes: dict[str, Router] | None = None
+        self._route_constants: list[int] = []
         self._subscribers: list[Callable[[Emission], None]] = []
         self.variables = _projection(self.algebra)
         self._outbox: list[Emission] = []
@@ -117,17 +121,16 @@ class ContinuousQuery:
             tau = event.time if self.clock is None else self.clock
         else:
             tau = event.time if self.clock is None else max(event.time, self.clock)
-        by_predicate, any_predicate = self._routes[event.stream]
-        for triple in event.triples:
-            for st in by_predicate.get(triple.predicate, any_predicate):
-                if not st.matches(triple):
-                    continue
-                seq, expired = self.windows[st.id].offer(event.time, tau, event.arrival, seqs)
-                if seq is None:  # already out of the window at the query's clock
-                    continue
-                self.evaluator.on_insert(st.id, triple, event.time, seq)
-                for gone in expired:
-                    self.evaluator.on_expire(st.id, gone)
+        if self._routes is None:
+            self._routes = _routes(self.patterns, self.streams, self.evaluator.dictionary, self._route_constants)
+        evaluator = self.evaluator
+        for pattern_id, ids in self._routes[event.stream].route(event.ids):
+            seq, expired = self.windows[pattern_id].offer(event.time, tau, event.arrival, seqs)
+            if seq is None:  # already out of the window at the query's clock
+                continue
+            evaluator.on_insert(pattern_id, ids, event.time, seq)
+            for gone in expired:
+                evaluator.on_expire(pattern_id, gone)
         if self.schedule is None:
             self._evaluate(tau, tick=event.arrival)
 
@@ -171,6 +174,8 @@ class ContinuousQuery:
         """Releases the windows and the plan (the query was unregistered)."""
         for window in self.windows:
             window.close()
+        self.evaluator.dictionary.decref_many(self._route_constants)
+        self._route_constants = []
         self.evaluator.close()
 
     def _deliver(self) -> BaseException | None:
@@ -187,16 +192,24 @@ class ContinuousQuery:
         return failure
 
 
-def _routes(patterns: list[StreamTriple]) -> tuple[dict[object, tuple[StreamTriple, ...]], tuple[StreamTriple, ...]]:
-    """The patterns of one stream by the predicate a triple has, and those for any other predicate
-    (the patterns that accept any), each in pattern order: the order the windows are offered a
-    triple in, which numbers its window entries."""
-    any_predicate = tuple(st for st in patterns if st.predicates is None)
-    predicates = {p for st in patterns if st.predicates is not None for p in st.predicates}
-    by_predicate = {
-        p: tuple(st for st in patterns if st.predicates is None or p in st.predicates) for p in predicates
-    }
-    return by_predicate, any_predicate
+def _routes(patterns: list[StreamTriple], streams: frozenset[str], dictionary, held: list[int]) -> dict[str, Router]:
+    """The router of the patterns of each stream (``runtime.routing``), in pattern order: the order
+    the windows are offered a triple in, which numbers their entries. The ids of the patterns'
+    constants are appended to ``held``, each holding a reference (the router compares ids, and a
+    released id would no longer be its term's)."""
+
+    def encode(term) -> int:
+        term_id = dictionary.encode(term)
+        held.append(term_id)
+        return term_id
+
+    def spec(st: StreamTriple) -> PatternSpec:
+        predicates = None if st.predicates is None else tuple(encode(p) for p in st.predicates)
+        # A constant predicate is matched by the lookup itself.
+        constants = tuple((i, encode(term)) for i, term in st.constants if i != 1)
+        return PatternSpec(st.id, predicates, constants, st.repeats)
+
+    return {stream: Router([spec(st) for st in patterns if st.stream.value == stream]) for stream in streams}
 
 
 def declared_windows(algebra: n.AlgebraQuery) -> list[tuple[IRI, WindowConfig]]:

@@ -58,7 +58,7 @@ from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.sharing import SharedWindows
-from cqels_endpoint.runtime.streams import Event, Streams, to_millis, to_triples
+from cqels_endpoint.runtime.streams import Event, Streams, event_triples, to_millis
 from cqels_endpoint.spark import cache_engine as make_cache_engine
 from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.static_store.store import StaticStore
@@ -372,13 +372,15 @@ class Engine:
         Raises ``RdfSyntaxError``/``ValueError``/``TypeError`` (a bad event) or ``LateEventError``
         (``index``: the first late event; every late one is counted); nothing was applied.
         """
-        iri = _stream_iri(stream)
-        converted = [(to_triples(data), None if time is None else to_millis(time)) for data, time in events]
+        # A stream with a clock was checked when it first came (checking builds an IRI, every push).
+        iri = stream if type(stream) is str and stream in self.streams.clocks else _stream_iri(stream)
+        # Read and checked before the lock; turned into term ids under it (the dictionary is shared).
+        converted = [(event_triples(data), None if time is None else to_millis(time)) for data, time in events]
         with self._lock:
             now = self.clock()
             self._apply_static_change()
             batch = [(data, now if millis is None else millis) for data, millis in converted]
-            for event in self.streams.push_batch(iri, batch, now):
+            for event in self.streams.push_batch(iri, batch, now, encode=self.dictionary.encode_triples):
                 self._dispatch(event)
             latest = self.streams.clocks[iri].latest
             self._deliver()
@@ -473,11 +475,15 @@ class Engine:
 
     def _dispatch(self, event: Event) -> None:
         self._epoch += 1
-        for query in list(self.queries.values()):
-            if event.stream in query.streams:
-                started = _time.perf_counter()
-                query._on_event(event, self._seqs, self._epoch)
-                query.latency.observe(_time.perf_counter() - started)
+        try:
+            for query in list(self.queries.values()):
+                if event.stream in query.streams:
+                    started = _time.perf_counter()
+                    query._on_event(event, self._seqs, self._epoch)
+                    query.latency.observe(_time.perf_counter() - started)
+        finally:
+            # The windows took their own references to what they keep.
+            self.dictionary.decref_many(event.ids)
 
     def _deliver(self) -> None:
         failure = None

@@ -33,7 +33,10 @@ class Evaluator(Protocol):
     # Set by the engine: the lines ``explain`` shows under a static cache (size, version, rebuilds).
     describe_cache: Callable[[Any], list[str]] | None
 
-    def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None: ...
+    def on_insert(self, pattern_id: int, ids: tuple[int, int, int], t: int, seq: int) -> None:
+        """A stream triple, as the term ids of the engine's dictionary (valid during the call: keep
+        a reference to keep them), enters the window of a stream pattern as copy ``seq``."""
+        ...
     def on_expire(self, pattern_id: int, seq: int) -> None: ...
     def evaluate(self, tau: int, signs: tuple[int, ...] = (1, -1)) -> list[tuple[Row, int]]:
         """Closes the evaluation at ``tau``: the changes of Γ whose sign is in ``signs`` (+1 entered,

@@ -14,16 +14,16 @@ order, and ``snapshot`` lists Γ in order — what the recompute oracle's SPARQL
 Static caches are built by the engine's cache engine and rebuilt on the store's change events by
 ``caches.rebuild``; the engine installs each build with ``install_caches`` between evaluations.
 
-Term ids: each stream triple is encoded when it is inserted (one dictionary reference per
-position) and each cached mapping when its cache is installed; the references are dropped when the
-triple expires or the mapping leaves the cache — but only after the ``evaluate`` that reports the
-retraction has decoded it, so a -1 row can always be decoded.
+Term ids: a stream triple comes encoded (the engine encodes each event once,
+``TermDictionary.encode_triples``) and its window buffer takes one dictionary reference per
+position of each copy; each cached mapping is encoded when its cache is installed; the references
+are dropped when the triple expires or the mapping leaves the cache — but only after the
+``evaluate`` that reports the retraction has decoded it, so a -1 row can always be decoded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyoxigraph as ox
@@ -32,6 +32,8 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
 from cqels_endpoint.operators.order import Order
+from cqels_endpoint.operators.path import PathWindow
+from cqels_endpoint.operators.shared.join import WindowBufferBase, WindowCopies
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.explain import explain_plan
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
@@ -40,14 +42,26 @@ from cqels_endpoint.plan.patterns import StreamTriple
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
 
-@dataclass
-class _WindowSet:
-    """The set view of one window: each distinct triple is one leaf, named by its first copy's seq."""
+class _PathWindowCopies:
+    """What a window buffer does itself for a path window: the window is a *set* of triples, so
+    only the first copy of a triple enters the path window (as its leaf) and it leaves with the last;
+    the references of the other copies are released after the next evaluation."""
 
-    leaf_of_triple: dict[tuple, int] = field(default_factory=dict)
-    triple_of_leaf: dict[int, tuple] = field(default_factory=dict)
-    copies: dict[int, int] = field(default_factory=dict)
-    leaf_of_copy: dict[int, int] = field(default_factory=dict)
+    def __init__(self, window: PathWindow, release: Callable[[tuple], None]) -> None:
+        self.window = window
+        self.release = release
+        self.copies = WindowCopies()
+
+    def insert(self, seq: int, ids: tuple[int, int, int]) -> None:
+        if self.copies.add(seq, ids):
+            self.window.insert(seq, ids)
+        else:
+            self.release(ids)
+
+    def expire(self, seq: int) -> None:
+        left = self.copies.remove(seq)
+        if left is not None:
+            self.window.expire(left[0])
 
 
 class IncrementalEvaluator:
@@ -74,7 +88,11 @@ class IncrementalEvaluator:
         self.built: BuiltPlan = build_operators(
             self.plan, dictionary, self._release_later, query.source, base_iri=query.base, now=lambda: self._tau
         )
-        self._windows = {pattern_id: _WindowSet() for pattern_id in self.built.buffers}
+        # Where each stream pattern's copies go: its window buffer, which keeps the set of triples.
+        self._windows = {
+            pattern_id: buffer if isinstance(buffer, WindowBufferBase) else _PathWindowCopies(buffer, self._release_later)
+            for pattern_id, buffer in self.built.buffers.items()
+        }
         self.sink: Sink = self.built.sink
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
@@ -84,39 +102,22 @@ class IncrementalEvaluator:
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
-    def on_insert(self, pattern_id: int, triple: ox.Triple, t: int, seq: int) -> None:
-        """``triple`` (timestamp ``t``) enters the window of stream triple pattern ``pattern_id``.
+    def on_insert(self, pattern_id: int, ids: tuple[int, int, int], t: int, seq: int) -> None:
+        """The triple of term ids ``ids`` (timestamp ``t``) enters the window of stream triple
+        pattern ``pattern_id`` as copy ``seq``.
 
         A window is a graph, a *set* of triples (Γ is SPARQL over the windows as named graphs:
         docs/ARCHITECTURE.md, "Windows and time"): a triple already in the window does not enter
-        it again, and stays until its last copy has left. Only its first copy becomes a leaf of
-        the plan.
+        it again, and stays until its last copy has left. The window buffer keeps that set
+        (``operators.shared.join.WindowBufferBase``) and holds a reference to each id of a copy
+        until it hands it back.
         """
-        encode = self.dictionary.encode
-        ids = (encode(triple.subject), encode(triple.predicate), encode(triple.object))
-        window = self._windows[pattern_id]
-        leaf = window.leaf_of_triple.get(ids)
-        if leaf is None:
-            window.leaf_of_triple[ids] = seq
-            window.triple_of_leaf[seq] = ids
-            window.copies[seq] = 1
-            window.leaf_of_copy[seq] = seq
-            self.built.buffers[pattern_id].insert(seq, ids)
-            return
-        # The copy already in the window holds references to these ids.
-        self._releasing.append(ids)
-        window.copies[leaf] += 1
-        window.leaf_of_copy[seq] = leaf
+        self.dictionary.incref_many(ids)
+        self._windows[pattern_id].insert(seq, ids)
 
     def on_expire(self, pattern_id: int, seq: int) -> None:
-        """The triple inserted as ``seq`` leaves the window of pattern ``pattern_id``."""
-        window = self._windows[pattern_id]
-        leaf = window.leaf_of_copy.pop(seq)
-        window.copies[leaf] -= 1
-        if not window.copies[leaf]:
-            del window.copies[leaf]
-            del window.leaf_of_triple[window.triple_of_leaf.pop(leaf)]
-            self.built.buffers[pattern_id].expire(leaf)
+        """The copy inserted as ``seq`` leaves the window of pattern ``pattern_id``."""
+        self._windows[pattern_id].expire(seq)
 
     def evaluate(self, tau: int, signs: tuple[int, ...] = (1, -1)) -> list[tuple[dict[str, Term], int]]:
         """Closes the tick at ``tau``: the changes of Γ since the previous evaluation whose sign is

@@ -37,7 +37,7 @@ from cqels_endpoint.http.auth import write_access
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.errors import bad_request, error_response, unsupported_media_type
 from cqels_endpoint.http.params import body_text, check_utf8_charset, iri, single, url_params
-from cqels_endpoint.runtime.streams import RATE_WINDOW_MS, parse_timestamp, to_millis
+from cqels_endpoint.runtime.streams import RATE_WINDOW_MS, parse_timestamp, read_plain_ntriples, to_millis
 from cqels_endpoint.static_store.formats import essence, rdf_format
 from cqels_endpoint.static_store.load import parse_graph, rdf_syntax_error
 
@@ -52,7 +52,9 @@ _EVENT_SYNTAXES = (ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES, ox.RdfFormat.JSO
 ACCEPTED_BODIES = ("text/turtle", "application/n-triples", "application/ld+json", "application/rdf+xml",
                    "text/n3", "application/trig", NDJSON)
 
-Event = tuple[tuple[ox.Triple, ...], int | None]  # triples, time (None: the arrival time)
+# triples (pyoxigraph triples, or the forms runtime.streams.read_plain_ntriples reads), time (None:
+# the arrival time)
+Event = tuple[object, int | None]
 
 
 @dataclass
@@ -163,13 +165,27 @@ def _time_param() -> int | None:
 
 
 def _one_event(syntax: ox.RdfFormat, time: int | None) -> _Batch:
-    try:
-        quads = parse_graph(request.get_data(cache=True), syntax, ox.DefaultGraph(), request.base_url, "event")
-    except RdfSyntaxError as error:
-        raise _Malformed(str(error), error.line, error.column) from None
+    body = request.get_data(cache=True)
+    triples = _plain_ntriples(body, syntax)
+    if triples is None:
+        try:
+            quads = parse_graph(body, syntax, ox.DefaultGraph(), request.base_url, "event")
+        except RdfSyntaxError as error:
+            raise _Malformed(str(error), error.line, error.column) from None
+        triples = tuple(quad.triple for quad in quads)
     batch = _Batch()
-    batch.add((tuple(quad.triple for quad in quads), time), "the event")
+    batch.add((triples, time), "the event")
     return batch
+
+
+def _plain_ntriples(text: str | bytes, syntax: ox.RdfFormat) -> object:
+    """The triples of a Turtle or N-Triples body as the compiled reader reads plain N-Triples
+    (``runtime.streams.read_plain_ntriples``), or None: ``parse_graph`` reads it then, to the same
+    triples (the reader takes no relative IRI, so the base changes nothing, and gives up at a blank
+    node, which ``parse_graph`` renames apart) or to the error with its line."""
+    if syntax not in (ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES):
+        return None
+    return read_plain_ntriples(text, keep_blank_nodes=False, one_per_line=syntax == ox.RdfFormat.N_TRIPLES)
 
 
 def _trig(time: int | None) -> _Batch:
@@ -247,6 +263,9 @@ def _ndjson_event(line: str, number: int) -> Event:
             time = time if isinstance(time, int) else parse_timestamp(time)
         except ValueError as error:
             raise _Malformed(f'line {number}: "time" {error}', number) from None
+    triples = _plain_ntriples(data, ox.RdfFormat.N_TRIPLES)
+    if triples is not None:
+        return triples, time
     try:
         quads = parse_graph(data, ox.RdfFormat.N_TRIPLES, ox.DefaultGraph(), source="event data")
     except RdfSyntaxError as error:

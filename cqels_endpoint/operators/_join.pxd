@@ -1,7 +1,9 @@
 # distutils: language = c++
 """C-level state of the compiled multiway join (see _join.pyx; twin: reference/join.py)."""
 
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libcpp.deque cimport deque
+from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 
@@ -30,3 +32,33 @@ cdef class _JoinCore:
     cdef int _delete(self, int port, object lineage, list out) except -1
     cdef int _extend(self, uint64_t remaining, list order, int depth, list out) except -1
     cdef int _register(self, list out) except -1
+
+
+cdef struct Leaf:
+    int64_t seq
+    int64_t ids[3]
+
+
+cdef class _Leaves:
+    cdef deque[Leaf] leaves  # dense: a removed record's place takes the last record
+    cdef uint32_t* by_seq  # record number + 1 by the leaf's seq; 0 = empty
+    cdef uint32_t* by_triple  # record number + 1 by the triple
+    cdef size_t slots  # of both tables: a power of two
+    cdef int shift  # 64 - log2(slots)
+    cdef unordered_map[int64_t, int64_t] copies  # leaf → copies beyond the first, when any
+    cdef unordered_map[int64_t, int64_t] leaf_of_copy  # a later copy's seq → its triple's leaf
+    cdef vector[vector[int]] columns  # for each column of a row, the triple positions holding it
+
+    cdef object row(self, const int64_t* ids)
+
+    cdef int _allocate(self, size_t slots) except -1
+    cdef size_t _seq_home(self, int64_t seq) noexcept
+    cdef size_t _triple_home(self, const int64_t* ids) noexcept
+    cdef Py_ssize_t find_seq(self, int64_t seq) noexcept
+    cdef Py_ssize_t find_triple(self, const int64_t* ids) noexcept
+    cdef void _index(self, size_t record) noexcept
+    cdef int _resize(self, size_t slots) except -1
+    cdef int add(self, int64_t seq, const int64_t* ids) except -1
+    cdef void _unindex(self, uint32_t* table, size_t hole, bint by_seq) noexcept
+    cdef size_t _slot_of(self, uint32_t* table, size_t home, uint32_t value) noexcept
+    cdef int remove(self, Py_ssize_t record) except -1

@@ -12,10 +12,13 @@ shared with every other operator.
 
 from collections import Counter
 
-from libc.stdint cimport int64_t, uint64_t
+from cython.operator cimport dereference as deref
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free
+from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
-from cqels_endpoint.operators._indexes cimport RingIndex
+from cqels_endpoint.operators._indexes cimport RingIndex, key_of_c
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta
@@ -281,43 +284,233 @@ class MultiwayJoin(MultiwayJoinBase):
         return self._core.live_outputs()
 
 
-class WindowBuffer(WindowBufferBase):
-    """Compiled twin of :class:`cqels_endpoint.operators.reference.join.WindowBuffer`."""
+cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
+DEF MIN_SLOTS = 16
 
-    def _row(self, tuple ids):
-        cdef tuple positions
+
+cdef class _Leaves:
+    """The set of triples of one window (``shared.join.WindowCopies``, in C++): each triple named
+    by its leaf, with the copies beyond the first counted aside.
+
+    The leaves sit in a deque of 32-byte records (seq, s, p, o), kept dense by moving the last
+    record into a hole; two open-addressing tables of 32-bit record numbers (linear probing,
+    backward-shift deletion) find a record by its seq and by its triple.
+    """
+
+    def __cinit__(self, columns):
+        self._allocate(MIN_SLOTS)
+        cdef vector[int] positions
+        for column in columns:
+            positions.clear()
+            for position in column:
+                positions.push_back(position)
+            self.columns.push_back(positions)
+
+    def __dealloc__(self):
+        free(self.by_seq)
+        free(self.by_triple)
+
+    cdef object row(self, const int64_t* ids):
+        """The row a triple binds (its value for each column), or None when it does not bind a
+        repeated variable consistently."""
+        cdef size_t column, k
         cdef list row = []
-        cdef Py_ssize_t k
-        for positions in self._columns:
-            value = ids[positions[0]]
-            for k in range(1, len(positions)):
-                if ids[positions[k]] != value:
+        cdef int64_t value
+        for column in range(self.columns.size()):
+            value = ids[self.columns[column][0]]
+            for k in range(1, self.columns[column].size()):
+                if ids[self.columns[column][k]] != value:
                     return None
             row.append(value)
         return tuple(row)
 
+    cdef int _allocate(self, size_t slots) except -1:
+        self.by_seq = <uint32_t*>calloc(slots, sizeof(uint32_t))
+        self.by_triple = <uint32_t*>calloc(slots, sizeof(uint32_t))
+        if self.by_seq == NULL or self.by_triple == NULL:
+            raise MemoryError()
+        self.slots = slots
+        self.shift = 64
+        while slots > 1:
+            slots >>= 1
+            self.shift -= 1
+        return 0
+
+    cdef size_t _seq_home(self, int64_t seq) noexcept:
+        return <size_t>((<uint64_t>seq * _GOLDEN) >> self.shift)
+
+    cdef size_t _triple_home(self, const int64_t* ids) noexcept:
+        return <size_t>((<uint64_t>key_of_c(ids, 3) * _GOLDEN) >> self.shift)
+
+    cdef Py_ssize_t find_seq(self, int64_t seq) noexcept:
+        """The record of the leaf ``seq``, or -1."""
+        cdef size_t mask = self.slots - 1, i = self._seq_home(seq)
+        cdef uint32_t slot
+        while True:
+            slot = self.by_seq[i]
+            if slot == 0:
+                return -1
+            if self.leaves[slot - 1].seq == seq:
+                return slot - 1
+            i = (i + 1) & mask
+
+    cdef Py_ssize_t find_triple(self, const int64_t* ids) noexcept:
+        """The record of the triple ``ids``, or -1."""
+        cdef size_t mask = self.slots - 1, i = self._triple_home(ids)
+        cdef uint32_t slot
+        cdef Leaf* leaf
+        while True:
+            slot = self.by_triple[i]
+            if slot == 0:
+                return -1
+            leaf = &self.leaves[slot - 1]
+            if leaf.ids[0] == ids[0] and leaf.ids[1] == ids[1] and leaf.ids[2] == ids[2]:
+                return slot - 1
+            i = (i + 1) & mask
+
+    cdef void _index(self, size_t record) noexcept:
+        cdef size_t mask = self.slots - 1
+        cdef size_t i = self._seq_home(self.leaves[record].seq)
+        while self.by_seq[i] != 0:
+            i = (i + 1) & mask
+        self.by_seq[i] = <uint32_t>(record + 1)
+        i = self._triple_home(self.leaves[record].ids)
+        while self.by_triple[i] != 0:
+            i = (i + 1) & mask
+        self.by_triple[i] = <uint32_t>(record + 1)
+
+    cdef int _resize(self, size_t slots) except -1:
+        cdef uint32_t* old_seq = self.by_seq
+        cdef uint32_t* old_triple = self.by_triple
+        cdef size_t record
+        self._allocate(slots)
+        free(old_seq)
+        free(old_triple)
+        for record in range(self.leaves.size()):
+            self._index(record)
+        return 0
+
+    cdef int add(self, int64_t seq, const int64_t* ids) except -1:
+        """A new leaf (the caller checked that its triple is not held)."""
+        if self.leaves.size() >= 0xFFFFFFFE:
+            raise OverflowError("a window holds at most 2**32 - 2 distinct triples")
+        if (self.leaves.size() + 1) * 4 > self.slots * 3:
+            self._resize(self.slots * 2)
+        cdef Leaf leaf
+        leaf.seq = seq
+        leaf.ids[0], leaf.ids[1], leaf.ids[2] = ids[0], ids[1], ids[2]
+        self.leaves.push_back(leaf)
+        self._index(self.leaves.size() - 1)
+        return 0
+
+    cdef void _unindex(self, uint32_t* table, size_t hole, bint by_seq) noexcept:
+        # Backward-shift deletion: later slots of the run move back when their home allows it.
+        cdef size_t mask = self.slots - 1, j = hole, home
+        cdef uint32_t slot
+        while True:
+            j = (j + 1) & mask
+            slot = table[j]
+            if slot == 0:
+                break
+            if by_seq:
+                home = self._seq_home(self.leaves[slot - 1].seq)
+            else:
+                home = self._triple_home(self.leaves[slot - 1].ids)
+            if ((j - home) & mask) >= ((j - hole) & mask):
+                table[hole] = slot
+                hole = j
+        table[hole] = 0
+
+    cdef size_t _slot_of(self, uint32_t* table, size_t home, uint32_t value) noexcept:
+        cdef size_t mask = self.slots - 1
+        while table[home] != value:
+            home = (home + 1) & mask
+        return home
+
+    cdef int remove(self, Py_ssize_t record) except -1:
+        """Drops a leaf; the last record moves into its place."""
+        cdef uint32_t value = <uint32_t>(record + 1)
+        cdef size_t last = self.leaves.size() - 1
+        self._unindex(self.by_seq, self._slot_of(self.by_seq, self._seq_home(self.leaves[record].seq), value), True)
+        self._unindex(
+            self.by_triple, self._slot_of(self.by_triple, self._triple_home(self.leaves[record].ids), value), False
+        )
+        if <size_t>record != last:
+            value = <uint32_t>(last + 1)
+            self.by_seq[self._slot_of(self.by_seq, self._seq_home(self.leaves[last].seq), value)] = record + 1
+            self.by_triple[self._slot_of(self.by_triple, self._triple_home(self.leaves[last].ids), value)] = record + 1
+            self.leaves[record] = self.leaves[last]
+        self.leaves.pop_back()
+        if self.slots > MIN_SLOTS and self.leaves.size() * 8 < self.slots:
+            self._resize(self.slots // 4 if self.slots >= 4 * MIN_SLOTS else MIN_SLOTS)
+        return 0
+
+
+class WindowBuffer(WindowBufferBase):
+    """Compiled twin of :class:`cqels_endpoint.operators.reference.join.WindowBuffer`: the window's
+    set of triples in a :class:`_Leaves`, no Python object per triple."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._leaves = _Leaves(self._columns)
+
     def insert(self, int64_t seq, ids):
-        """The encoded triple ``ids`` enters the window as leaf ``seq``."""
-        self.inputs_seen += 1
-        ids = tuple(ids)
-        row = self._row(ids)
+        """Copy ``seq`` of the encoded triple ``ids`` enters the window."""
+        cdef _Leaves leaves = <_Leaves>self._leaves
+        cdef int64_t triple[3]
+        cdef Py_ssize_t record
+        triple[0], triple[1], triple[2] = ids
+        row = leaves.row(triple)
         if row is None:
+            self.inputs_seen += 1
             self.rejected += 1
-            if self._on_release is not None:
-                self._released.append(ids)
-            return
-        if seq in self._triples:
-            msg = f"{self.label}: leaf {seq} inserted twice"
-            raise OperatorError(msg)
-        self._triples[seq] = ids
-        self._pending.append(_new_tuple(Delta, (row, 1, (seq,))))
+        else:
+            if leaves.find_seq(seq) >= 0 or leaves.leaf_of_copy.count(seq):
+                raise OperatorError(f"copy {seq} entered the window twice")
+            record = leaves.find_triple(triple)
+            if record < 0:
+                leaves.add(seq, triple)
+                self.inputs_seen += 1
+                self._pending.append(_new_tuple(Delta, (row, 1, (seq,))))
+                return
+            leaf = leaves.leaves[record].seq
+            leaves.copies[leaf] = leaves.copies[leaf] + 1
+            leaves.leaf_of_copy[seq] = leaf
+        if self._on_release is not None:
+            self._released.append((triple[0], triple[1], triple[2]))
 
     def expire(self, int64_t seq):
-        """Leaf ``seq`` leaves the window (ignored if it was never kept)."""
-        ids = self._triples.pop(seq, None)
-        if ids is None:
+        """Copy ``seq`` leaves the window (ignored if its triple was never kept)."""
+        cdef _Leaves leaves = <_Leaves>self._leaves
+        cdef int64_t leaf = seq
+        cdef unordered_map[int64_t, int64_t].iterator found = leaves.leaf_of_copy.find(seq)
+        if found != leaves.leaf_of_copy.end():
+            leaf = deref(found).second
+            leaves.leaf_of_copy.erase(found)
+        found = leaves.copies.find(leaf)
+        if found != leaves.copies.end():
+            if deref(found).second > 1:
+                deref(found).second = deref(found).second - 1
+            else:
+                leaves.copies.erase(found)
             return
+        cdef Py_ssize_t record = leaves.find_seq(leaf)
+        if record < 0:
+            return
+        cdef Leaf held = leaves.leaves[record]
+        leaves.remove(record)
         self.expired += 1
-        self._pending.append(_new_tuple(Delta, (self._row(ids), -1, (seq,))))
+        self._pending.append(_new_tuple(Delta, (leaves.row(held.ids), -1, (leaf,))))
         if self._on_release is not None:
-            self._released.append(ids)
+            self._released.append((held.ids[0], held.ids[1], held.ids[2]))
+
+    def held(self):
+        cdef _Leaves leaves = <_Leaves>self._leaves
+        return [(leaf.ids[0], leaf.ids[1], leaf.ids[2]) for leaf in leaves.leaves]
+
+    def close(self):
+        super().close()
+        self._leaves = _Leaves(self._columns)
+
+    def __len__(self):
+        return (<_Leaves>self._leaves).leaves.size()

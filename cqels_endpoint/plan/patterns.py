@@ -13,6 +13,9 @@ engine names them by that number:
   is left of a path once the translation has split its sequences and alternatives) is one stream
   pattern too: its window holds the triples that can take part in the path (``path_links``)
   and the path is evaluated over that window graph;
+- a stream triple enters a pattern's window when it has one of its ``predicates``, its
+  ``constants`` and equal terms at its ``repeats`` (the engine routes triples by those, on term
+  ids: ``runtime.routing``);
 - ``map_stream_triples`` rebuilds an algebra replacing each stream triple pattern by a pattern of the
   caller's choice, visiting them in exactly that order (the recompute evaluator uses it to read each
   triple pattern from the named graph holding its window).
@@ -65,40 +68,30 @@ class StreamTriple:
     @cached_property
     def predicates(self) -> frozenset[ox.NamedNode] | None:
         """The predicates a matching triple may have (None: any): the pattern's constant predicate,
-        or a path's links. ``matches`` still checks the rest; this lets the engine route a triple
-        to the few patterns of its predicate instead of trying every pattern of the stream."""
+        or a path's links (a path with a zero-length part or a negated set takes any triple: its ends
+        are not looked at, since a path also runs through other nodes)."""
         if self.is_path:
-            return self._links
+            links = path_links(self.triple.predicate)
+            return None if links is None else frozenset(constant_term(iri) for iri in links)
         predicate = self.triple.predicate
         return None if isinstance(predicate, (Var, BlankNode)) else frozenset((constant_term(predicate),))
 
-    def matches(self, triple: ox.Triple) -> bool:
-        """Whether ``triple`` enters this pattern's window: for a triple pattern, equal constants,
-        and equal terms wherever the pattern repeats a variable or blank node (``?x :p ?x``; blank
-        nodes of the pattern are variables, SPARQL §18.3: they are existential in a BGP); for a
-        path, a predicate that is one of its links, or any triple for a path with a zero-length part
-        or a negated set (the ends are not looked at: a path also runs through other nodes)."""
+    @cached_property
+    def constants(self) -> tuple[tuple[int, ox.NamedNode | ox.Literal], ...]:
+        """``(position, term)`` of each constant of a triple pattern (none for a path): a matching
+        triple holds those terms there."""
         if self.is_path:
-            return self._links is None or triple.predicate in self._links
-        terms = (triple.subject, triple.predicate, triple.object)
-        for position, constant in self._constants:
-            if terms[position] != constant:
-                return False
-        return all(terms[a] == terms[b] for a, b in self._repeats)
-
-    @cached_property
-    def _links(self) -> frozenset[ox.NamedNode] | None:
-        links = path_links(self.triple.predicate)
-        return None if links is None else frozenset(constant_term(iri) for iri in links)
-
-    @cached_property
-    def _constants(self) -> tuple[tuple[int, ox.NamedNode | ox.Literal], ...]:
+            return ()
         positions = (self.triple.subject, self.triple.predicate, self.triple.object)
         return tuple((i, constant_term(x)) for i, x in enumerate(positions) if not isinstance(x, (Var, BlankNode)))
 
     @cached_property
-    def _repeats(self) -> tuple[tuple[int, int], ...]:
-        """Pairs of positions holding the same variable or blank node."""
+    def repeats(self) -> tuple[tuple[int, int], ...]:
+        """Pairs of positions holding the same variable or blank node (``?x :p ?x``): a matching
+        triple holds equal terms there (blank nodes of the pattern are variables, SPARQL §18.3:
+        they are existential in a BGP); none for a path."""
+        if self.is_path:
+            return ()
         positions = (self.triple.subject, self.triple.predicate, self.triple.object)
         first: dict[object, int] = {}
         pairs = []

@@ -40,10 +40,15 @@ Serial numbers are never reused (58 bits do not run out), so a stale id can neve
 term: it raises ``KeyError`` instead. :meth:`lookup` gives the id of a term without taking a
 reference (``None`` if it has none), for probing with a query constant.
 
-``inline_id``/``decode_inline`` are compiled (``_encoding.pyx``: 3–10× faster to encode, 1.5–5×
-to decode) unless ``CQELS_PURE_PYTHON=1`` selects ``inline_id_python``/``decode_inline_python``,
-the reference versions below; ``COMPILED`` says which. Both give the same ids and forms
-(tests/runtime/test_encoding.py checks it).
+:meth:`encode_triples` encodes the triples of a stream event in one call: an ``array('q')`` of
+three ids per triple, each holding one reference.
+
+``TermDictionary``, ``inline_id`` and ``decode_inline`` are compiled (``_dictionary.pyx``, keyed
+by the N-Triples form of each term in C++-side tables with no Python object per entry, and
+``_encoding.pyx``: 3–10× faster to encode, 1.5–5× to decode) unless ``CQELS_PURE_PYTHON=1``
+selects ``TermDictionaryPython``, ``inline_id_python`` and ``decode_inline_python``, the reference
+versions below; ``COMPILED`` says which. Both give the same ids, reference counts and terms
+(tests/runtime/test_encoding.py checks it). The type bits are named by ``term_kinds``.
 
 One dictionary per Engine, shared by its static caches and streams. It is not thread-safe: the
 engine serialises pushes, advances and registrations.
@@ -62,21 +67,20 @@ engine serialises pushes, advances and registrations.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Sequence
 from datetime import date
-from enum import IntEnum
 
 import pyoxigraph as ox
 
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
+from cqels_endpoint.runtime.term_kinds import TYPE_MASK, TYPE_SHIFT, InlineType, TermKind, kind_of
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
 
-TYPE_SHIFT = 58
 VALUE_MASK = (1 << TYPE_SHIFT) - 1
-TYPE_MASK = 0x1F
 _INLINE_BASE = -(1 << 63)  # the flag bit alone, as a signed int64
 
 _INT_BIAS = 1 << 57
@@ -89,36 +93,6 @@ _TZ_NONE, _TZ_UTC, _TZ_OFFSET = 0, 1, 2
 _MAX_OFFSET_MINUTES = 14 * 60
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _MS_PER_DAY = 86_400_000
-
-
-class InlineType(IntEnum):
-    """Type bits of inline ids."""
-
-    INTEGER = 0
-    DECIMAL = 1
-    BOOLEAN = 2
-    DATETIME = 3
-    LONG = 4
-    INT = 5
-    SHORT = 6
-    BYTE = 7
-    NON_NEGATIVE_INTEGER = 8
-    POSITIVE_INTEGER = 9
-    NON_POSITIVE_INTEGER = 10
-    NEGATIVE_INTEGER = 11
-    UNSIGNED_LONG = 12
-    UNSIGNED_INT = 13
-    UNSIGNED_SHORT = 14
-    UNSIGNED_BYTE = 15
-
-
-class TermKind(IntEnum):
-    """Type bits of dictionary ids."""
-
-    IRI = 0
-    BLANK_NODE = 1
-    LITERAL = 2
-    TRIPLE = 3
 
 
 # xsd integer type → (type bits, smallest value, largest value); None = unbounded on that side.
@@ -323,14 +297,6 @@ def decode_inline_python(term_id: int) -> ox.Literal:
     return ox.Literal(lexical, datatype=datatype)
 
 
-COMPILED = not use_pure_python()
-if COMPILED:
-    with compiled_imports("term codec"):
-        from cqels_endpoint.runtime._encoding import decode_inline, inline_id
-else:
-    inline_id, decode_inline = inline_id_python, decode_inline_python
-
-
 _KINDS: dict[type, TermKind] = {
     ox.NamedNode: TermKind.IRI,
     ox.BlankNode: TermKind.BLANK_NODE,
@@ -339,8 +305,12 @@ _KINDS: dict[type, TermKind] = {
 }
 
 
-class TermDictionary:
-    """Term ↔ id for one engine, with reference-counted entries (see the module docstring)."""
+class TermDictionaryPython:
+    """Term ↔ id for one engine, with reference-counted entries (see the module docstring).
+
+    The reference version of ``TermDictionary`` (``_dictionary.pyx`` compiles the same contract):
+    dicts keyed by the pyoxigraph terms themselves.
+    """
 
     __slots__ = ("_ids", "_next_serial", "_refs", "_terms")
 
@@ -387,6 +357,16 @@ class TermDictionary:
         encode = self.encode
         return [encode(term) for term in terms]
 
+    def encode_triples(self, triples: Sequence[ox.Triple | ox.Quad]) -> array:
+        """The ids of a sequence of triples (or quads, whose graph is ignored), three per triple in
+        order, each holding one reference; nothing is taken if one is not a triple."""
+        for triple in triples:
+            if type(triple) is not ox.Triple and type(triple) is not ox.Quad:
+                msg = f"not a triple: {triple!r}"
+                raise TypeError(msg)
+        encode = self.encode
+        return array("q", [encode(term) for triple in triples for term in (triple.subject, triple.predicate, triple.object)])
+
     def lookup(self, term: Term) -> int | None:
         """The id of ``term`` without taking a reference; None if it is in no entry (and not inline)."""
         if type(term) is ox.Literal:
@@ -415,6 +395,12 @@ class TermDictionary:
         if term_id >= 0:
             self._refs[self._live(term_id)] += 1
 
+    def incref_many(self, ids: Iterable[int]) -> None:
+        """``incref`` each id (a row entering a window, say)."""
+        incref = self.incref
+        for term_id in ids:
+            incref(term_id)
+
     def decref(self, term_id: int) -> None:
         """One holder fewer; the entry is released when none is left (no-op for inline ids)."""
         if term_id < 0:
@@ -438,11 +424,20 @@ class TermDictionary:
 
     def kind(self, term_id: int) -> TermKind | InlineType:
         """What an id stands for, read from its type bits alone (no lookup)."""
-        code = (term_id >> TYPE_SHIFT) & TYPE_MASK
-        return InlineType(code) if term_id < 0 else TermKind(code)
+        return kind_of(term_id)
 
     def _live(self, term_id: int) -> int:
         if term_id not in self._refs:
             msg = f"term id {term_id} has no dictionary entry (never issued, or released at refcount 0)"
             raise KeyError(msg)
         return term_id
+
+
+COMPILED = not use_pure_python()
+if COMPILED:
+    with compiled_imports("term codec"):
+        from cqels_endpoint.runtime._dictionary import TermDictionary
+        from cqels_endpoint.runtime._encoding import decode_inline, inline_id
+else:
+    inline_id, decode_inline = inline_id_python, decode_inline_python
+    TermDictionary = TermDictionaryPython

@@ -16,6 +16,12 @@ timestamp.
 A batch (``Streams.push_batch``) is checked whole before any of it is accepted: one late event
 rejects the batch, so a client never has to guess which prefix of it was applied.
 
+An event's triples become term ids once, when its batch is accepted (``Streams.push_batch`` calls
+the engine's ``TermDictionary.encode_triples``), and travel as an ``array('q')``. Before that,
+``event_triples`` reads them outside the engine's lock: plain N-Triples text with the compiled
+reader (``_reader.pyx``) straight to the forms the dictionary keys terms by, pyoxigraph triples as
+they are, anything else through ``to_triples``.
+
 Each stream also keeps the statistics of ``GET /streams`` and ``/metrics``: events accepted, events
 rejected as late, pushes rejected as malformed (counted by the HTTP layer, which parses bodies), and
 its arrivals over the last minute (``RATE_WINDOW_MS``) for the ingestion rate.
@@ -27,26 +33,36 @@ import heapq
 import itertools
 import re
 from collections import deque
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import pyoxigraph as ox
 
 from cqels_endpoint.errors import LateEventError, RdfSyntaxError
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
+
+if use_pure_python():
+    read_ntriples = TripleForms = None
+else:
+    with compiled_imports("N-Triples reader"):
+        from cqels_endpoint.runtime._reader import TripleForms, read_ntriples
 
 XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 XSD_DATETIMESTAMP = "http://www.w3.org/2001/XMLSchema#dateTimeStamp"
 RATE_WINDOW_MS = 60_000
 
 
-@dataclass(frozen=True)
-class Event:
-    """One stream event: a set of triples with one timestamp; ``arrival`` numbers pushes engine-wide."""
+class Event(NamedTuple):
+    """One stream event: a set of triples with one timestamp; ``arrival`` numbers pushes engine-wide.
+
+    The triples come as term ids, three per triple (``TermDictionary.encode_triples``), each holding
+    one dictionary reference until the engine has dispatched the event.
+    """
 
     stream: str
     time: int
-    triples: tuple[ox.Triple, ...]
+    ids: Sequence[int]
     arrival: int
 
     def sort_key(self) -> tuple[int, int]:
@@ -132,8 +148,10 @@ class StreamClock:
         self.accepted_events += 1
         if now_ms is not None:
             self.arrivals.record(now_ms)
-        heapq.heappush(self._buffer, (event.time, event.arrival, event))
         self.latest = event.time if self.latest is None else max(self.latest, event.time)
+        if not self._buffer and self.lateness_ms == 0:
+            return [event]  # on time, nothing waiting: released at once, as the heap would
+        heapq.heappush(self._buffer, (event.time, event.arrival, event))
         return self._release()
 
     def advance(self, time: int) -> list[Event]:
@@ -170,15 +188,23 @@ class Streams:
         return clock
 
     def push_batch(
-        self, iri: str, events: Sequence[tuple[tuple[ox.Triple, ...], int]], now_ms: int | None = None
+        self,
+        iri: str,
+        events: Sequence[tuple[object, int]],
+        now_ms: int | None = None,
+        *,
+        encode: Callable[[object], Sequence[int]],
     ) -> list[Event]:
         """Accepts ``(triples, time)`` events in order, all or none (``LateEventError`` naming the
-        first late one by its ``index``); returns the events released, in order."""
+        first late one by its ``index``); returns the events released, in order. ``encode`` turns
+        an event's triples into its ids (``TermDictionary.encode_triples``); it runs on every event
+        once the whole batch is known to be on time, before any is accepted."""
         clock = self.clock(iri)
         clock.check_batch([time for _, time in events])
+        encoded = [(encode(triples), time) for triples, time in events]
         released = []
-        for triples, time in events:
-            released.extend(clock.accept(Event(iri, time, triples, next(self._arrivals)), now_ms))
+        for ids, time in encoded:
+            released.extend(clock.accept(Event(iri, time, ids, next(self._arrivals)), now_ms))
         return released
 
     def advance(self, time: int) -> list[Event]:
@@ -272,6 +298,37 @@ def to_triples(data: object) -> tuple[ox.Triple, ...]:
         return tuple(_triple(item) for item in data)
     msg = f"stream data must be RDF text, triples or an iterable of triples, not {type(data).__name__}"
     raise TypeError(msg)
+
+
+# What TermDictionary.encode_triples takes item by item (a quad's graph ignored, as to_triples does).
+_ENCODED_AS_THEY_ARE = (ox.Triple, ox.Quad)
+
+
+def event_triples(data: object) -> object:
+    """The triples of one event as ``to_triples`` reads them, for ``TermDictionary.encode_triples``:
+    plain N-Triples text straight to the forms the compiled dictionary keys its terms by
+    (``read_plain_ntriples``: no Python object per triple), ``TripleForms`` as they are, anything
+    else as ``to_triples`` converts it."""
+    if TripleForms is not None and isinstance(data, TripleForms):
+        return data
+    if type(data) in (list, tuple) and all(type(item) in _ENCODED_AS_THEY_ARE for item in data):
+        return data
+    if isinstance(data, (str, bytes)):
+        forms = read_plain_ntriples(data)
+        if forms is not None:
+            return forms
+    return to_triples(data)
+
+
+def read_plain_ntriples(text: str | bytes, *, keep_blank_nodes: bool = True, one_per_line: bool = False) -> object:
+    """``_reader.read_ntriples``: the ``TripleForms`` of text made only of plain N-Triples statements,
+    read as Turtle (or as N-Triples, ``one_per_line``), or None — the caller then parses the text
+    itself, and gets the same triples or the error with its line. With ``keep_blank_nodes=False``
+    (for a parse that renames blank nodes apart) a blank node makes it None. Always None under
+    ``CQELS_PURE_PYTHON=1``."""
+    if read_ntriples is None:
+        return None
+    return read_ntriples(text, keep_blank_nodes, one_per_line)
 
 
 def _parse(text: str | bytes) -> tuple[ox.Triple, ...]:

@@ -6,6 +6,10 @@ sequence numbers: the engine inserts ``(t, seq)`` for each matching triple and, 
 evaluation at time ``τ``, asks which sequence numbers leave. Every buffer is a FIFO by timestamp
 (a stream's timestamps never decrease), so expiry pops from the left and never scans the window.
 
+The classes below are the reference versions; ``build_window`` makes their compiled twins
+(``_windows.pyx``: the same calls, each entry two int64 in a C++ deque) unless
+``CQELS_PURE_PYTHON=1``; tests/runtime/test_window_states.py drives both with the same calls.
+
 What a window holds at an evaluation time ``τ`` (the engine evaluates eager queries after each
 event, at its timestamp, and at each clock advance; periodic queries at their close times):
 
@@ -33,6 +37,7 @@ from collections import deque
 from collections.abc import Iterable
 
 from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow, WindowConfig
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 
 
 class WindowState:
@@ -139,19 +144,33 @@ class TriplesState(WindowState):
         return gone
 
 
+if use_pure_python():
+    _STATES = (EagerRangeState, PeriodicRangeState, NowState, AllState, TriplesState)
+else:
+    with compiled_imports("window states"):
+        from cqels_endpoint.runtime import _windows
+
+        _STATES = (
+            _windows.EagerRangeState, _windows.PeriodicRangeState, _windows.NowState, _windows.AllState,
+            _windows.TriplesState,
+        )
+
+
 def build_window(config: WindowConfig) -> WindowState:
-    """The state object of a window configuration."""
+    """The state object of a window configuration: compiled (``_windows.pyx``) unless
+    ``CQELS_PURE_PYTHON=1`` selects the classes above, its twins."""
+    eager, periodic, now, every, last = _STATES
     match config:
         case RangeWindow(range_ms, None):
-            return EagerRangeState(range_ms)
+            return eager(range_ms)
         case RangeWindow(range_ms, slide_ms):
-            return PeriodicRangeState(range_ms, slide_ms)
+            return periodic(range_ms, slide_ms)
         case NowWindow():
-            return NowState()
+            return now()
         case AllWindow():
-            return AllState()
+            return every()
         case TriplesWindow(count):
-            return TriplesState(count)
+            return last(count)
     raise TypeError(f"not a window configuration: {config!r}")
 
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from operator_scenarios import Recorder, drive_join, join_scenarios, load_regressions
 
+from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators import _join
 from cqels_endpoint.operators.base import Delta, Sink
 from cqels_endpoint.operators.reference import join as reference
@@ -89,8 +90,6 @@ def test_join_punctuation_is_a_barrier_over_its_inputs(implementation):
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_join_rejects_a_lineage_that_never_entered(implementation):
-    from cqels_endpoint.errors import OperatorError
-
     join = implementation.MultiwayJoin([("a",), ("a",)], label="join J1")
     with pytest.raises(OperatorError, match="join J1"):
         join.on_batch(0, [Delta((1,), -1, (3,))])
@@ -112,15 +111,16 @@ def buffer_scenarios(draw):
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @SETTINGS
 @given(scenario=buffer_scenarios())
-def test_buffer_holds_exactly_the_matching_live_triples(implementation, scenario):
+def test_buffer_holds_exactly_the_set_of_matching_live_triples(implementation, scenario):
+    # A window is a set: copies of one triple make one row, which leaves with the last copy.
     pattern, ticks = scenario
     released = []
     buffer = implementation.WindowBuffer(pattern, on_release=released.append)
     recorder = Recorder(buffer.schema)
     buffer.connect(recorder)
-    live: dict[int, tuple] = {}  # every inserted seq, matching or not: expiring a non-kept one is a no-op
+    live: dict[int, tuple] = {}  # every inserted copy, matching or not: expiring a non-kept one is a no-op
     seq = 0
-    gone = [0]  # per tick: triples that never matched or expired; each is released one tick later
+    gone = [0]  # per tick: copies whose references go back (not kept, another copy, the last copy left)
 
     def matches(triple):
         return pattern != ("x", None, "x") or triple[0] == triple[2]
@@ -129,16 +129,17 @@ def test_buffer_holds_exactly_the_matching_live_triples(implementation, scenario
         for op, value in tick:
             if op == "+":
                 seq += 1
+                gone[-1] += not matches(value) or value in live.values()
                 live[seq] = value
                 buffer.insert(seq, value)
-                gone[-1] += not matches(value)
             elif live:
                 expired = sorted(live)[value % len(live)]
-                gone[-1] += matches(live.pop(expired))
+                triple = live.pop(expired)
+                gone[-1] += matches(triple) and triple not in live.values()
                 buffer.expire(expired)
         buffer.on_punctuation(tau)
         expected = Counter()
-        for s, p, o in live.values():
+        for s, p, o in set(live.values()):
             if matches((s, p, o)):
                 values = {"s": s, "p": p, "o": o, "x": s}
                 expected[tuple(values[name] for name in buffer.schema)] += 1
@@ -148,6 +149,26 @@ def test_buffer_holds_exactly_the_matching_live_triples(implementation, scenario
         gone.append(0)
     buffer.close()
     assert len(released) == seq
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_triple_is_named_by_its_first_copy_while_any_copy_stays(implementation):
+    buffer = implementation.WindowBuffer(("s", "p", "o"))
+    recorder = Recorder(buffer.schema)
+    buffer.connect(recorder)
+    buffer.insert(1, (7, 8, 9))
+    buffer.insert(2, (7, 8, 9))
+    buffer.on_punctuation(0)
+    buffer.expire(1)
+    buffer.insert(3, (7, 8, 9))
+    buffer.on_punctuation(1)
+    buffer.expire(2)
+    buffer.expire(3)
+    buffer.on_punctuation(2)
+    assert recorder.deltas == [Delta((7, 8, 9), 1, (1,)), Delta((7, 8, 9), -1, (1,))]
+    buffer.insert(4, (7, 8, 9))
+    with pytest.raises(OperatorError, match="copy 4 entered the window twice"):
+        buffer.insert(4, (1, 2, 3))
 
 
 @SETTINGS

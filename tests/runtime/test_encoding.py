@@ -7,12 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqels_endpoint.runtime import _encoding, encoding
+from cqels_endpoint.runtime import _dictionary, _encoding, encoding
 from cqels_endpoint.runtime.compiled import use_pure_python
 from cqels_endpoint.runtime.encoding import (
     XSD,
     InlineType,
     TermDictionary,
+    TermDictionaryPython,
     TermKind,
     decode_inline,
     decode_inline_python,
@@ -21,6 +22,11 @@ from cqels_endpoint.runtime.encoding import (
     is_inline,
 )
 from cqels_endpoint.terms import IRI
+
+# Every dictionary test runs on the compiled dictionary and on its twin.
+dictionaries = pytest.mark.parametrize(
+    "new_dictionary", [_dictionary.TermDictionary, TermDictionaryPython], ids=["compiled", "python"]
+)
 
 
 def typed(lexical: str, datatype: str) -> ox.Literal:
@@ -98,16 +104,31 @@ literals = st.one_of(
     simple_literals, language_literals, integer_literals, boolean_literals, decimal_literals,
     datetime_literals, other_typed_literals,
 )  # fmt: skip
-terms = st.one_of(iris, blank_nodes, literals)
+directional_literals = st.builds(
+    lambda text, tag, direction: ox.Literal(text, language=tag, direction=direction),
+    texts,
+    st.sampled_from(["en", "ar-EG"]),
+    st.sampled_from([ox.BaseDirection.LTR, ox.BaseDirection.RTL]),
+)
+# Every character str() escapes in a literal, and the ones next to them.
+escaped_literals = st.text(
+    st.sampled_from(["\x00", "\x01", "\b", "\t", "\n", "\x0b", "\f", "\r", "\x1f", " ", '"', "'", "\\", "\x7f", "\x80",
+                     "\ufffd", "\ufffe", "\uffff", "\U0001f600", "u", "U", "0"]),
+    max_size=8,
+).map(ox.Literal)
+terms = st.one_of(iris, blank_nodes, literals, directional_literals, escaped_literals)
 triples = st.builds(ox.Triple, iris | blank_nodes, iris, terms)
+# RDF 1.2 triple terms, nested once: a triple in the object position of a triple.
+triple_terms = st.builds(ox.Triple, iris | blank_nodes, iris, triples)
 
 # --- round trip --------------------------------------------------------------------------------
 
 
+@dictionaries
 @settings(max_examples=500)
-@given(st.lists(terms | triples, max_size=30))
-def test_every_term_round_trips_exactly_and_ids_are_injective(term_list):
-    dictionary = TermDictionary()
+@given(st.lists(terms | triples | triple_terms, max_size=30))
+def test_every_term_round_trips_exactly_and_ids_are_injective(new_dictionary, term_list):
+    dictionary = new_dictionary()
     ids = dictionary.encode_many(term_list)
     for term, term_id in zip(term_list, ids):
         decoded = dictionary.decode(term_id)
@@ -180,10 +201,11 @@ canonical_literals = st.one_of(
 )
 
 
+@dictionaries
 @settings(max_examples=500)
 @given(canonical_literals)
-def test_canonical_values_are_inlined_without_touching_the_dictionary(literal):
-    dictionary = TermDictionary()
+def test_canonical_values_are_inlined_without_touching_the_dictionary(new_dictionary, literal):
+    dictionary = new_dictionary()
     term_id = dictionary.encode(literal)
     assert is_inline(term_id)
     assert len(dictionary) == 0 and dictionary.refcount(term_id) == 0
@@ -211,17 +233,19 @@ def test_canonical_values_are_inlined_without_touching_the_dictionary(literal):
     ],
     ids=lambda literal: f"{literal.value}^^{literal.datatype.value.rsplit('#', 1)[-1]}",
 )
-def test_non_canonical_forms_go_through_the_dictionary(literal):
+@dictionaries
+def test_non_canonical_forms_go_through_the_dictionary(new_dictionary, literal):
     assert inline_id(literal) is None
-    dictionary = TermDictionary()
+    dictionary = new_dictionary()
     term_id = dictionary.encode(literal)
     assert not is_inline(term_id) and len(dictionary) == 1
     assert dictionary.kind(term_id) is TermKind.LITERAL
     assert dictionary.decode(term_id).value == literal.value
 
 
-def test_type_bits_say_what_an_id_is():
-    dictionary = TermDictionary()
+@dictionaries
+def test_type_bits_say_what_an_id_is(new_dictionary):
+    dictionary = new_dictionary()
     assert dictionary.kind(dictionary.encode(typed("5", "byte"))) is InlineType.BYTE
     assert dictionary.kind(dictionary.encode(typed("5", "integer"))) is InlineType.INTEGER
     assert dictionary.kind(dictionary.encode(typed("true", "boolean"))) is InlineType.BOOLEAN
@@ -237,16 +261,18 @@ def test_type_bits_say_what_an_id_is():
     assert dictionary.encode(typed("1.5", "decimal")) != dictionary.encode(typed("1.50", "decimal"))
 
 
+@dictionaries
 @given(st.lists(st.integers(-(1 << 57), (1 << 57) - 1), min_size=2, max_size=10))
-def test_integer_ids_sort_as_their_values(values):
-    dictionary = TermDictionary()
+def test_integer_ids_sort_as_their_values(new_dictionary, values):
+    dictionary = new_dictionary()
     ids = {value: dictionary.encode(typed(str(value), "integer")) for value in values}
     assert sorted(ids, key=ids.get) == sorted(ids)
 
 
+@dictionaries
 @given(st.lists(st.datetimes(datetime(1, 1, 2), datetime(4199, 1, 1)), min_size=2, max_size=10))
-def test_utc_datetime_ids_sort_as_their_instants(moments):
-    dictionary = TermDictionary()
+def test_utc_datetime_ids_sort_as_their_instants(new_dictionary, moments):
+    dictionary = new_dictionary()
     moments = [m.replace(microsecond=m.microsecond // 1000 * 1000) for m in moments]
     ids = {}
     for moment in moments:
@@ -254,8 +280,9 @@ def test_utc_datetime_ids_sort_as_their_instants(moments):
     assert sorted(ids, key=ids.get) == sorted(ids)
 
 
-def test_offset_datetimes_keep_their_timezone_and_instant():
-    dictionary = TermDictionary()
+@dictionaries
+def test_offset_datetimes_keep_their_timezone_and_instant(new_dictionary):
+    dictionary = new_dictionary()
     # The same instant written three ways: three terms, three ids, each decoding to its own form.
     forms = ["2024-03-01T12:00:00Z", "2024-03-01T17:30:00+05:30", "2024-02-29T23:15:00-12:45"]
     instants = {
@@ -274,6 +301,7 @@ def test_offset_datetimes_keep_their_timezone_and_instant():
 
 def test_codec_follows_cqels_pure_python():
     assert encoding.COMPILED is not use_pure_python()
+    assert (TermDictionary is TermDictionaryPython) is use_pure_python()
     assert (inline_id is inline_id_python) is use_pure_python()
     assert (decode_inline is decode_inline_python) is use_pure_python()
 
@@ -287,9 +315,10 @@ def test_compiled_codec_matches_the_reference(literal):
         assert _encoding.decode_inline(term_id) == decode_inline_python(term_id) == literal
 
 
+@dictionaries
 @pytest.mark.parametrize("codec", [_encoding.decode_inline, decode_inline_python], ids=["compiled", "python"])
-def test_decode_inline_refuses_dictionary_ids(codec):
-    dictionary = TermDictionary()
+def test_decode_inline_refuses_dictionary_ids(new_dictionary, codec):
+    dictionary = new_dictionary()
     term_id = dictionary.encode(ox.NamedNode("http://e/x"))
     with pytest.raises(ValueError, match="dictionary id"):
         codec(term_id)
@@ -300,8 +329,9 @@ def test_decode_inline_refuses_dictionary_ids(codec):
 # --- reference counts --------------------------------------------------------------------------
 
 
-def test_entries_are_released_when_the_last_reference_goes():
-    dictionary = TermDictionary()
+@dictionaries
+def test_entries_are_released_when_the_last_reference_goes(new_dictionary):
+    dictionary = new_dictionary()
     iri = ox.NamedNode("http://example.org/sensor")
     first = dictionary.encode(iri)
     assert dictionary.encode(iri) == first and dictionary.refcount(first) == 2
@@ -325,8 +355,9 @@ def test_entries_are_released_when_the_last_reference_goes():
     assert dictionary.decode(again) == iri
 
 
-def test_shared_terms_live_as_long_as_any_holder():
-    dictionary = TermDictionary()
+@dictionaries
+def test_shared_terms_live_as_long_as_any_holder(new_dictionary):
+    dictionary = new_dictionary()
     window_a = dictionary.encode_many([ox.NamedNode("http://e/a"), ox.Literal("x"), ox.BlankNode("b")])
     window_b = dictionary.encode_many([ox.Literal("x"), ox.Literal("y", language="en")])
     assert len(dictionary) == 4
@@ -337,7 +368,92 @@ def test_shared_terms_live_as_long_as_any_holder():
     assert len(dictionary) == 0
 
 
+@dictionaries
 @pytest.mark.parametrize("value", ["http://e/x", IRI("http://e/x"), 42, None, ox.Variable("x")])
-def test_only_pyoxigraph_terms_are_encoded(value):
+def test_only_pyoxigraph_terms_are_encoded(new_dictionary, value):
+    dictionary = new_dictionary()
     with pytest.raises(TypeError, match="constant_term"):
-        TermDictionary().encode(value)
+        dictionary.encode(value)
+    assert dictionary.lookup(value) is None and value not in dictionary
+
+
+# --- the compiled dictionary and its twin agree -------------------------------------------------
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("encode"), terms | triples),
+        st.tuples(st.just("encode_triples"), st.lists(triples | triple_terms, max_size=4)),
+        st.tuples(st.just("lookup"), terms | triples),
+        st.tuples(st.sampled_from(["decode", "incref", "decref", "refcount"]), st.integers(0, 40)),
+    ),
+    max_size=60,
+)
+
+
+def _apply(dictionary, issued: list[int], operation) -> object:
+    """One operation, its outcome as comparable data (an error by its type)."""
+    name, argument = operation
+    try:
+        if name == "encode":
+            issued.append(dictionary.encode(argument))
+            return issued[-1]
+        if name == "encode_triples":
+            ids = dictionary.encode_triples(argument)
+            issued.extend(ids)
+            return ids.tolist()
+        if name == "lookup":
+            return dictionary.lookup(argument), argument in dictionary
+        term_id = issued[argument % len(issued)] if issued else argument
+        result = getattr(dictionary, name)(term_id)
+        if name == "decode":
+            return str(result), type(result).__name__
+        return result
+    except (KeyError, ValueError) as error:
+        return type(error).__name__
+
+
+@settings(max_examples=300)
+@given(operations)
+def test_the_compiled_dictionary_and_its_twin_agree_step_by_step(steps):
+    compiled, twin = _dictionary.TermDictionary(), TermDictionaryPython()
+    issued_compiled: list[int] = []
+    issued_twin: list[int] = []
+    for operation in steps:
+        assert _apply(compiled, issued_compiled, operation) == _apply(twin, issued_twin, operation), operation
+        assert len(compiled) == len(twin)
+    assert sorted(issued_compiled) == sorted(issued_twin)
+    for term_id in set(issued_compiled):
+        assert compiled.refcount(term_id) == twin.refcount(term_id)
+        assert compiled.kind(term_id) is twin.kind(term_id)
+
+
+@dictionaries
+def test_encode_triples_takes_one_reference_per_position(new_dictionary):
+    dictionary = new_dictionary()
+    s, p = ox.NamedNode("http://e/s"), ox.NamedNode("http://e/p")
+    rows = [ox.Triple(s, p, typed("1", "integer")), ox.Triple(s, p, ox.Literal("x", language="en"))]
+    ids = dictionary.encode_triples(rows)
+    assert ids.typecode == "q" and ids.tolist() == [dictionary.lookup(t) for row in rows for t in row]
+    assert dictionary.refcount(ids[0]) == 2 and dictionary.refcount(ids[1]) == 2 and is_inline(ids[2])
+    with pytest.raises(TypeError, match="not a triple"):
+        dictionary.encode_triples([ox.Triple(s, p, ox.Literal("y")), (s, p, s)])
+    assert dictionary.lookup(ox.Literal("y")) is None and dictionary.refcount(ids[0]) == 2  # nothing taken
+    dictionary.incref_many(ids)
+    dictionary.decref_many(ids)
+    dictionary.decref_many(ids)
+    assert len(dictionary) == 0
+
+
+@dictionaries
+def test_many_entries_grow_and_shrink_the_tables(new_dictionary):
+    dictionary = new_dictionary()
+    terms = [ox.NamedNode(f"http://e/{i}") for i in range(5000)]
+    ids = dictionary.encode_many(terms)
+    assert len(dictionary) == 5000 and len(set(ids)) == 5000
+    dictionary.decref_many(ids[::2])
+    assert len(dictionary) == 2500
+    assert all(dictionary.lookup(t) is None for t in terms[::2])
+    assert [dictionary.lookup(t) for t in terms[1::2]] == ids[1::2]
+    assert dictionary.decode_row(ids[1::2]) == tuple(terms[1::2])
+    dictionary.decref_many(ids[1::2])
+    assert len(dictionary) == 0 and dictionary.encode(terms[0]) not in ids

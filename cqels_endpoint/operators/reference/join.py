@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta
 from cqels_endpoint.operators.reference.indexes import RingIndex
-from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase
+from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase, WindowCopies
 
 
 class WindowBuffer(WindowBufferBase):
-    """Leaf source of one stream triple pattern (``shared.join.WindowBufferBase``)."""
+    """Leaf source of one stream triple pattern (``shared.join.WindowBufferBase``), its set of
+    triples kept in a ``WindowCopies``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._copies = WindowCopies()
 
     def _row(self, ids: tuple[int, int, int]) -> tuple | None:
         row = []
@@ -29,30 +35,39 @@ class WindowBuffer(WindowBufferBase):
         return tuple(row)
 
     def insert(self, seq: int, ids: tuple[int, int, int]) -> None:
-        """The encoded triple ``ids`` enters the window as leaf ``seq``."""
-        self.inputs_seen += 1
+        """Copy ``seq`` of the encoded triple ``ids`` enters the window."""
         ids = tuple(ids)
         row = self._row(ids)
         if row is None:
+            self.inputs_seen += 1
             self.rejected += 1
-            if self._on_release is not None:
-                self._released.append(ids)
+        elif self._copies.add(seq, ids):
+            self.inputs_seen += 1
+            self._pending.append(Delta(row, 1, (seq,)))
             return
-        if seq in self._triples:
-            msg = f"{self.label}: leaf {seq} inserted twice"
-            raise OperatorError(msg)
-        self._triples[seq] = ids
-        self._pending.append(Delta(row, 1, (seq,)))
-
-    def expire(self, seq: int) -> None:
-        """Leaf ``seq`` leaves the window (ignored if it was never kept)."""
-        ids = self._triples.pop(seq, None)
-        if ids is None:
-            return
-        self.expired += 1
-        self._pending.append(Delta(self._row(ids), -1, (seq,)))
         if self._on_release is not None:
             self._released.append(ids)
+
+    def expire(self, seq: int) -> None:
+        """Copy ``seq`` leaves the window (ignored if its triple was never kept)."""
+        left = self._copies.remove(seq)
+        if left is None:
+            return
+        leaf, ids = left
+        self.expired += 1
+        self._pending.append(Delta(self._row(ids), -1, (leaf,)))
+        if self._on_release is not None:
+            self._released.append(ids)
+
+    def held(self) -> list[tuple[int, int, int]]:
+        return list(self._copies.triples.values())
+
+    def close(self) -> None:
+        super().close()
+        self._copies = WindowCopies()
+
+    def __len__(self) -> int:
+        return len(self._copies)
 
 
 class MultiwayJoin(MultiwayJoinBase):

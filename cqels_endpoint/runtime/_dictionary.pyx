@@ -1,0 +1,554 @@
+# distutils: language = c++
+"""Compiled term dictionary: the twin of ``encoding.TermDictionaryPython`` (same ids, same
+reference counts, same errors), keyed by the N-Triples form of each term instead of by pyoxigraph
+objects. The id layout and the reference-count contract are documented in ``runtime/encoding.py``.
+
+Storage. Each entry is one ``malloc`` block: its id, its reference count, the length of its form
+and the form itself (``<http://…>``, ``_:b1``, ``"v"@en``, ``"v"^^<…>``, ``<<( s p o )>>``, exactly
+as ``str()`` writes the term), so a 34-character IRI costs one 64-byte block. Two open-addressing
+tables of pointers index the entries, by form (SipHash of the form, ``_Py_HashBytes``: the hash
+CPython keys its own ``str``s with, seeded per process, so crafted input cannot make the probes
+long) and by id; both use linear probing with backward-shift deletion, so no tombstones pile up as
+windows slide. No Python object is kept per entry: ``decode`` builds the pyoxigraph term from the
+form the first time an id is decoded and keeps it while the entry lives (building a ``NamedNode``
+validates its IRI, which costs more than a lookup), so terms that are only stored and matched —
+most window contents — never become Python objects.
+
+Literals whose datatype and lexical form are inlined (``encoding``) are recognised on the form
+itself, with the byte-level codec of ``_encoding.pyx``.
+
+Bulk: ``encode_triples`` turns a sequence of pyoxigraph triples, or the ``TripleForms`` read from
+N-Triples text by ``read_ntriples`` (``_reader.pyx``), into one ``array('q')`` of ids, three per
+triple, each holding one reference.
+"""
+
+from cpython.array cimport array, clone
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
+from libc.stdint cimport UINT32_MAX, int64_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp, memcpy
+from libcpp.string cimport string
+
+from cqels_endpoint.runtime._encoding cimport datatype_code, decode_inline, inline_lexical
+from cqels_endpoint.runtime._reader cimport TripleForms
+
+import pyoxigraph as ox
+
+from cqels_endpoint.runtime.term_kinds import kind_of
+
+cdef extern from "Python.h":
+    Py_hash_t _Py_HashBytes(const void* data, Py_ssize_t length)
+
+DEF TYPE_SHIFT = 58
+DEF IRI = 0
+DEF BLANK_NODE = 1
+DEF LITERAL = 2
+DEF TRIPLE = 3
+DEF TAG_BITS = 3  # malloc aligns entries to 8 bytes at least: the low bits of a form-table slot
+DEF TAG_MASK = 7  # hold hash bits, so most probes skip another entry without reading it
+DEF MIN_CAPACITY = 16
+
+cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
+
+cdef object _NamedNode = ox.NamedNode
+cdef object _BlankNode = ox.BlankNode
+cdef object _Literal = ox.Literal
+cdef object _Triple = ox.Triple
+cdef object _Quad = ox.Quad
+cdef object _array_template = array("q")
+cdef object _LTR = ox.BaseDirection.LTR
+cdef object _RTL = ox.BaseDirection.RTL
+
+
+cdef inline const char* _form(const Entry* entry) noexcept nogil:
+    return (<const char*>entry) + sizeof(Entry)
+
+
+cdef inline uint64_t _hash_form(const char* form, Py_ssize_t n) noexcept:
+    return <uint64_t>_Py_HashBytes(form, n)
+
+
+cdef inline int _kind_of_form(const char* form, Py_ssize_t n) noexcept nogil:
+    if form[0] == c'"':
+        return LITERAL
+    if form[0] == c'_':
+        return BLANK_NODE
+    if n > 3 and form[1] == c'<' and form[2] == c'(':
+        return TRIPLE
+    return IRI
+
+
+cdef Py_ssize_t _literal_end(const char* form, Py_ssize_t n) noexcept nogil:
+    """The position of the quote that closes the lexical form of a literal's N-Triples form."""
+    cdef Py_ssize_t i = 1
+    while i < n:
+        if form[i] == c'\\':
+            i += 2
+            continue
+        if form[i] == c'"':
+            return i
+        i += 1
+    return n
+
+
+cdef int64_t _inline_form(const char* form, Py_ssize_t n) noexcept nogil:
+    """The inline id of a literal's N-Triples form, or 0. Escapes never occur in an inlined
+    lexical form, so the bytes between the quotes are the form as written."""
+    cdef Py_ssize_t end = _literal_end(form, n)
+    if end + 5 > n or form[end + 1] != c'^' or form[end + 2] != c'^' or form[n - 1] != c'>':
+        return 0
+    cdef int code = datatype_code(form + end + 4, n - end - 5)
+    if code < 0:
+        return 0
+    return inline_lexical(code, form + 1, end - 1)
+
+
+cdef class TermDictionary:
+    """Term ↔ id for one engine, with reference-counted entries (see ``runtime.encoding``)."""
+
+    def __cinit__(self):
+        self._count = 0
+        self._next_serial = 0
+        self._allocate(MIN_CAPACITY)
+        self._decoded = {}
+        self._datatypes = {}
+
+    def __dealloc__(self):
+        cdef size_t i
+        if self._by_id != NULL:
+            for i in range(self._capacity):
+                if self._by_id[i] != NULL:
+                    free(self._by_id[i])
+        free(self._by_id)
+        free(self._by_form)
+
+    cdef int _allocate(self, size_t capacity) except -1:
+        self._by_form = <uintptr_t*>calloc(capacity, sizeof(uintptr_t))
+        self._by_id = <Entry**>calloc(capacity, sizeof(Entry*))
+        if self._by_form == NULL or self._by_id == NULL:
+            raise MemoryError()
+        self._capacity = capacity
+        self._shift = 64
+        while capacity > 1:
+            capacity >>= 1
+            self._shift -= 1
+        return 0
+
+    # ------------------------------------------------------------------ the two tables
+
+    cdef size_t _id_home(self, int64_t term_id) noexcept nogil:
+        return <size_t>((<uint64_t>term_id * _GOLDEN) >> self._shift)
+
+    cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t n, uint64_t h) noexcept:
+        """The slot holding ``form``, or ``-1 - slot`` of the empty slot where it would go."""
+        cdef size_t mask = self._capacity - 1
+        cdef size_t i = h & mask
+        cdef uintptr_t slot, tag = h >> (64 - TAG_BITS)
+        cdef Entry* entry
+        while True:
+            slot = self._by_form[i]
+            if slot == 0:
+                return -1 - <Py_ssize_t>i
+            if (slot & TAG_MASK) == tag:
+                entry = <Entry*>(slot & ~(<uintptr_t>TAG_MASK))
+                if entry.length == n and memcmp(_form(entry), form, n) == 0:
+                    return i
+            i = (i + 1) & mask
+
+    cdef Entry* _entry(self, int64_t term_id) noexcept:
+        cdef size_t mask = self._capacity - 1
+        cdef size_t i = self._id_home(term_id)
+        cdef Entry* entry
+        while True:
+            entry = self._by_id[i]
+            if entry == NULL or entry.id == term_id:
+                return entry
+            i = (i + 1) & mask
+
+    cdef void _place(self, Entry* entry, uint64_t h) noexcept:
+        cdef size_t mask = self._capacity - 1
+        cdef size_t i = h & mask
+        while self._by_form[i] != 0:
+            i = (i + 1) & mask
+        self._by_form[i] = (<uintptr_t>entry) | (h >> (64 - TAG_BITS))
+        i = self._id_home(entry.id)
+        while self._by_id[i] != NULL:
+            i = (i + 1) & mask
+        self._by_id[i] = entry
+
+    cdef int _resize(self, size_t capacity) except -1:
+        cdef uintptr_t* old_by_form = self._by_form
+        cdef Entry** old_by_id = self._by_id
+        cdef size_t old_capacity = self._capacity, i
+        cdef Entry* entry
+        self._allocate(capacity)
+        for i in range(old_capacity):
+            entry = old_by_id[i]
+            if entry != NULL:
+                self._place(entry, _hash_form(_form(entry), entry.length))
+        free(old_by_form)
+        free(old_by_id)
+        return 0
+
+    cdef void _erase(self, Entry* entry) noexcept:
+        # Backward-shift deletion in both tables: the slots after the hole move back when their
+        # home allows it, so probes never meet tombstones.
+        cdef size_t mask = self._capacity - 1
+        cdef uint64_t h = _hash_form(_form(entry), entry.length)
+        cdef size_t hole = h & mask, j, home
+        while (self._by_form[hole] & ~(<uintptr_t>TAG_MASK)) != <uintptr_t>entry:
+            hole = (hole + 1) & mask
+        j = hole
+        cdef Entry* other
+        while True:
+            j = (j + 1) & mask
+            if self._by_form[j] == 0:
+                break
+            other = <Entry*>(self._by_form[j] & ~(<uintptr_t>TAG_MASK))
+            home = _hash_form(_form(other), other.length) & mask
+            if ((j - home) & mask) >= ((j - hole) & mask):
+                self._by_form[hole] = self._by_form[j]
+                hole = j
+        self._by_form[hole] = 0
+        hole = self._id_home(entry.id)
+        while self._by_id[hole] != entry:
+            hole = (hole + 1) & mask
+        j = hole
+        while True:
+            j = (j + 1) & mask
+            if self._by_id[j] == NULL:
+                break
+            home = self._id_home(self._by_id[j].id)
+            if ((j - home) & mask) >= ((j - hole) & mask):
+                self._by_id[hole] = self._by_id[j]
+                hole = j
+        self._by_id[hole] = NULL
+
+    # ------------------------------------------------------------------ forms
+
+    cdef int _form_of(self, object term) except -1:
+        """Writes the N-Triples form of ``term`` to ``_scratch``; returns its kind."""
+        cdef type cls = type(term)
+        cdef Py_ssize_t n
+        cdef const char* text
+        cdef str held  # keeps alive the string ``text`` points into
+        if cls is _NamedNode:
+            held = term.value
+            text = PyUnicode_AsUTF8AndSize(held, &n)
+            self._scratch.assign(b"<", 1)
+            self._scratch.append(text, n)
+            self._scratch.append(b">", 1)
+            return IRI
+        if cls is _Literal:
+            held = str(term)
+            text = PyUnicode_AsUTF8AndSize(held, &n)
+            self._scratch.assign(text, n)
+            return LITERAL
+        if cls is _BlankNode:
+            held = term.value
+            text = PyUnicode_AsUTF8AndSize(held, &n)
+            self._scratch.assign(b"_:", 2)
+            self._scratch.append(text, n)
+            return BLANK_NODE
+        if cls is _Triple:
+            held = str(term)
+            text = PyUnicode_AsUTF8AndSize(held, &n)
+            self._scratch.assign(b"<<( ", 4)
+            self._scratch.append(text, n)
+            self._scratch.append(b" )>>", 4)
+            return TRIPLE
+        msg = (
+            f"cannot encode {term!r}: term ids are for pyoxigraph NamedNode, BlankNode, Literal "
+            "and Triple (convert query constants with cqels_endpoint.static_store.convert.constant_term)"
+        )
+        raise TypeError(msg)
+
+    cdef int64_t _intern(self, const char* form, Py_ssize_t n, int kind) except? -1:
+        """The id of the term of this form, taking one reference (creating its entry if needed)."""
+        cdef int64_t inline
+        if kind == LITERAL:
+            inline = _inline_form(form, n)
+            if inline != 0:
+                return inline
+        cdef uint64_t h = _hash_form(form, n)
+        cdef Py_ssize_t found = self._find_form(form, n, h)
+        cdef Entry* entry
+        if found >= 0:
+            entry = <Entry*>(self._by_form[found] & ~(<uintptr_t>TAG_MASK))
+            if entry.refs == UINT32_MAX:
+                raise OverflowError(f"term id {entry.id} holds {entry.refs} references, the most an entry can")
+            entry.refs += 1
+            return entry.id
+        if n > UINT32_MAX:
+            raise OverflowError("a term of more than 4 GiB")
+        if (self._count + 1) * 10 > self._capacity * 7:
+            self._resize(self._capacity * 2)
+        entry = <Entry*>malloc(sizeof(Entry) + n)
+        if entry == NULL:
+            raise MemoryError()
+        entry.id = (<int64_t>kind << TYPE_SHIFT) | self._next_serial
+        entry.refs = 1
+        entry.length = <uint32_t>n
+        memcpy(<char*>_form(entry), form, n)
+        self._next_serial += 1
+        self._count += 1
+        self._place(entry, h)
+        return entry.id
+
+    cdef int64_t _encode(self, object term) except? -1:
+        cdef int kind = self._form_of(term)
+        return self._intern(self._scratch.data(), self._scratch.size(), kind)
+
+    cdef object _lookup(self, object term):
+        cdef type cls = type(term)
+        if cls is not _NamedNode and cls is not _Literal and cls is not _BlankNode and cls is not _Triple:
+            return None  # not a term: it has no id
+        cdef int kind = self._form_of(term)
+        cdef const char* form = self._scratch.data()
+        cdef Py_ssize_t n = self._scratch.size()
+        cdef int64_t inline
+        if kind == LITERAL:
+            inline = _inline_form(form, n)
+            if inline != 0:
+                return inline
+        cdef Py_ssize_t found = self._find_form(form, n, _hash_form(form, n))
+        if found < 0:
+            return None
+        return (<Entry*>(self._by_form[found] & ~(<uintptr_t>TAG_MASK))).id
+
+    cdef Entry* _live(self, int64_t term_id) except NULL:
+        cdef Entry* entry = self._entry(term_id)
+        if entry == NULL:
+            msg = f"term id {term_id} has no dictionary entry (never issued, or released at refcount 0)"
+            raise KeyError(msg)
+        return entry
+
+    cdef int _incref(self, int64_t term_id) except -1:
+        if term_id < 0:
+            return 0
+        cdef Entry* entry = self._live(term_id)
+        if entry.refs == UINT32_MAX:
+            raise OverflowError(f"term id {term_id} holds {entry.refs} references, the most an entry can")
+        entry.refs += 1
+        return 0
+
+    cdef int _decref(self, int64_t term_id) except -1:
+        if term_id < 0:
+            return 0
+        cdef Entry* entry = self._live(term_id)
+        entry.refs -= 1
+        if entry.refs:
+            return 0
+        self._erase(entry)
+        free(entry)
+        self._count -= 1
+        if self._decoded:
+            self._decoded.pop(term_id, None)
+        if self._capacity > MIN_CAPACITY and self._count * 8 < self._capacity:
+            self._resize(self._capacity // 4 if self._capacity >= 4 * MIN_CAPACITY else MIN_CAPACITY)
+        return 0
+
+    # ------------------------------------------------------------------ decoding
+
+    cdef object _build(self, const Entry* entry):
+        cdef const char* form = _form(entry)
+        cdef Py_ssize_t n = entry.length, end
+        cdef int kind = (entry.id >> TYPE_SHIFT) & 0x1F
+        if kind == IRI:
+            return _NamedNode(PyUnicode_DecodeUTF8(form + 1, n - 2, NULL))
+        if kind == BLANK_NODE:
+            return _BlankNode(PyUnicode_DecodeUTF8(form + 2, n - 2, NULL))
+        if kind == TRIPLE:
+            document = b"<urn:cqels:s> <urn:cqels:p> " + form[:n] + b" ."
+            return next(iter(ox.parse(document, format=ox.RdfFormat.N_TRIPLES))).object
+        end = _literal_end(form, n)
+        value = _unescape(form + 1, end - 1)
+        if end + 1 == n:
+            return _Literal(value)
+        if form[end + 1] == c'@':
+            tag = PyUnicode_DecodeUTF8(form + end + 2, n - end - 2, NULL)
+            language, _, direction = tag.partition("--")
+            if direction:
+                return _Literal(value, language=language, direction=_LTR if direction == "ltr" else _RTL)
+            return _Literal(value, language=language)
+        datatype_iri = PyUnicode_DecodeUTF8(form + end + 4, n - end - 5, NULL)
+        datatype = self._datatypes.get(datatype_iri)
+        if datatype is None:
+            datatype = self._datatypes[datatype_iri] = _NamedNode(datatype_iri)
+        return _Literal(value, datatype=datatype)
+
+    cdef object _decode(self, int64_t term_id):
+        if term_id < 0:
+            return decode_inline(term_id)
+        term = self._decoded.get(term_id)
+        if term is not None:
+            return term
+        term = self._build(self._live(term_id))
+        self._decoded[term_id] = term
+        return term
+
+    # ------------------------------------------------------------------ the public methods
+
+    def __len__(self):
+        """Number of live dictionary entries (inline terms have none)."""
+        return self._count
+
+    def __contains__(self, term):
+        """True if the term has an id right now (inline terms always have one)."""
+        return self._lookup(term) is not None
+
+    def encode(self, term):
+        """The id of ``term``, taking one reference to its entry (creating it if needed)."""
+        return self._encode(term)
+
+    def encode_many(self, terms):
+        """``[encode(t) for t in terms]``: one reference taken per term."""
+        return [self._encode(term) for term in terms]
+
+    def encode_triples(self, triples):
+        """The ids of a sequence of triples (pyoxigraph ``Triple``s or ``Quad``s, whose graph is
+        ignored, or ``TripleForms``), three per triple in order, each holding one reference; nothing
+        is taken if one is not a triple."""
+        cdef TripleForms forms
+        cdef array ids
+        cdef int64_t* out
+        cdef Py_ssize_t i = 0, start = 0, end
+        cdef const char* data
+        if isinstance(triples, TripleForms):
+            forms = <TripleForms>triples
+            ids = clone(_array_template, forms.ends.size(), False)
+        else:
+            ids = clone(_array_template, 3 * len(triples), False)
+        out = <int64_t*>ids.data.as_longlongs
+        try:
+            if isinstance(triples, TripleForms):
+                data = forms.data.data()
+                for end in forms.ends:
+                    out[i] = self._intern(data + start, end - start, _kind_of_form(data + start, end - start))
+                    i += 1
+                    start = end
+                return ids
+            for triple in triples:
+                if type(triple) is not _Triple and type(triple) is not _Quad:
+                    raise TypeError(f"not a triple: {triple!r}")
+                out[i] = self._encode((<object>triple).subject)
+                i += 1
+                out[i] = self._encode((<object>triple).predicate)
+                i += 1
+                out[i] = self._encode((<object>triple).object)
+                i += 1
+        except BaseException:
+            for start in range(i):
+                self._decref(out[start])
+            raise
+        return ids
+
+    def lookup(self, term):
+        """The id of ``term`` without taking a reference; None if it is in no entry (and not inline)."""
+        return self._lookup(term)
+
+    def decode(self, term_id):
+        """The term of an id; ``KeyError`` for a dictionary id whose entry was released."""
+        return self._decode(term_id)
+
+    def decode_row(self, ids):
+        """The terms of a row of ids, in order."""
+        return tuple([self._decode(term_id) for term_id in ids])
+
+    def incref(self, term_id):
+        """One more holder of ``term_id`` (no-op for inline ids)."""
+        self._incref(term_id)
+
+    def incref_many(self, ids):
+        """``incref`` each id (a row entering a window, say)."""
+        for term_id in ids:
+            self._incref(term_id)
+
+    def decref(self, term_id):
+        """One holder fewer; the entry is released when none is left (no-op for inline ids)."""
+        self._decref(term_id)
+
+    def decref_many(self, ids):
+        """``decref`` each id (a row leaving a window, say)."""
+        for term_id in ids:
+            self._decref(term_id)
+
+    def refcount(self, term_id):
+        """References held on a dictionary id (0 once released); inline ids report 0."""
+        cdef int64_t value = term_id
+        if value < 0:
+            return 0
+        cdef Entry* entry = self._entry(value)
+        return 0 if entry == NULL else entry.refs
+
+    def kind(self, term_id):
+        """What an id stands for, read from its type bits alone (no lookup)."""
+        return kind_of(term_id)
+
+
+cdef object _unescape(const char* text, Py_ssize_t n):
+    """The string an N-Triples string body stands for (ECHAR and UCHAR escapes)."""
+    cdef Py_ssize_t i = 0, start = 0, digits, k
+    cdef string out
+    cdef uint32_t code
+    cdef char c
+    while i < n:
+        if text[i] != c'\\':
+            i += 1
+            continue
+        out.append(text + start, i - start)
+        c = text[i + 1]
+        if c == c'u' or c == c'U':
+            digits = 4 if c == c'u' else 8
+            code = 0
+            for k in range(i + 2, i + 2 + digits):
+                code = code * 16 + _hex(text[k])
+            _append_utf8(out, code)
+            i += 2 + digits
+        else:
+            out.push_back(_echar(c))
+            i += 2
+        start = i
+    if start == 0:
+        return PyUnicode_DecodeUTF8(text, n, NULL)
+    out.append(text + start, n - start)
+    return PyUnicode_DecodeUTF8(out.data(), out.size(), NULL)
+
+
+cdef inline uint32_t _hex(char c) noexcept nogil:
+    if c'0' <= c <= c'9':
+        return c - c'0'
+    if c'a' <= c <= c'f':
+        return c - c'a' + 10
+    return c - c'A' + 10
+
+
+cdef inline char _echar(char c) noexcept nogil:
+    if c == c't':
+        return c'\t'
+    if c == c'b':
+        return c'\b'
+    if c == c'n':
+        return c'\n'
+    if c == c'r':
+        return c'\r'
+    if c == c'f':
+        return c'\f'
+    return c  # \" \' \\ stand for themselves
+
+
+cdef void _append_utf8(string& out, uint32_t code) noexcept:
+    if code < 0x80:
+        out.push_back(<char>code)
+    elif code < 0x800:
+        out.push_back(<char>(0xC0 | (code >> 6)))
+        out.push_back(<char>(0x80 | (code & 0x3F)))
+    elif code < 0x10000:
+        out.push_back(<char>(0xE0 | (code >> 12)))
+        out.push_back(<char>(0x80 | ((code >> 6) & 0x3F)))
+        out.push_back(<char>(0x80 | (code & 0x3F)))
+    else:
+        out.push_back(<char>(0xF0 | (code >> 18)))
+        out.push_back(<char>(0x80 | ((code >> 12) & 0x3F)))
+        out.push_back(<char>(0x80 | ((code >> 6) & 0x3F)))
+        out.push_back(<char>(0x80 | (code & 0x3F)))

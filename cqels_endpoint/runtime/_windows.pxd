@@ -1,0 +1,39 @@
+# distutils: language = c++
+"""C-level state of the compiled window states (see _windows.pyx; twins: windows.py)."""
+
+from libc.stdint cimport int64_t
+from libcpp.deque cimport deque as cdeque
+
+
+cdef struct Entry:
+    int64_t t
+    int64_t seq
+
+
+cdef class WindowState:
+    cdef cdeque[Entry] _entries  # oldest first
+
+    cdef void _append(self, int64_t t, int64_t seq, object tick)
+    cdef list _pop_before(self, int64_t bound, bint inclusive)
+    cdef void _pop_front(self)
+
+
+cdef class EagerRangeState(WindowState):
+    cdef readonly int64_t range_ms
+
+
+cdef class PeriodicRangeState(WindowState):
+    cdef readonly int64_t range_ms
+    cdef readonly int64_t slide_ms
+
+
+cdef class NowState(WindowState):
+    cdef object _ticks  # the tick of each entry, in step with the entries
+
+
+cdef class AllState(WindowState):
+    pass
+
+
+cdef class TriplesState(WindowState):
+    cdef readonly int64_t count
