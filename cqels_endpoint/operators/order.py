@@ -23,8 +23,8 @@ from typing import Any
 
 from cqels_endpoint.algebra.ties import tie_break
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.query import ast
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import compile_order_key
 from cqels_endpoint.terms import Var
 

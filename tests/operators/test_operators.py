@@ -16,13 +16,13 @@ from cqels_endpoint.engine.emission import instantiate
 from cqels_endpoint.errors import OperatorError, PlanError
 from cqels_endpoint.operators import _join, _project
 from cqels_endpoint.operators.base import Delta, Sink
-from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.reference import join as reference
 from cqels_endpoint.operators.reference import project as reference_project
 from cqels_endpoint.operators.static_cache import StaticCache
 from cqels_endpoint.query import ast
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.expressions import ExpressionError, compile_expression, compile_filter
 from cqels_endpoint.terms import IRI, XSD_INTEGER, BlankNode, Literal, Var

@@ -8,9 +8,9 @@ from typing import Any
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
-from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.operators.shared.optional import JOINED, PADDED
 from cqels_endpoint.operators.shared.schemas import union_schema
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import compile_filter
 
 
