@@ -13,8 +13,9 @@ trip, after a warm-up. Every profiled function is put in one of four kinds by wh
 - *native libraries*: pyoxigraph (Rust) and CPython built-ins (``{built-in method …}``), called by either;
 - *harness*: this script and the benchmark's replay loop.
 
-Shares are of the profile's total own time (tottime); cProfile's per-call overhead inflates the
-interpreted share, whose functions are small and many, so the share is an upper bound.
+Shares are of the profile's total own time (tottime). cProfile adds a fixed cost to every call it
+sees, and the profile build sees every small ``cdef`` function too, so both shares carry that
+overhead: read them as where the work is, not as a wall-clock split.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def main() -> None:
     lines = [
         "# DEBS Q1: where the time goes (`benchmarks/profile_q1.py`)",
         "",
-        f"Machine: {machine()}. {args.trips} trips, incremental mode, under cProfile ({total:.2f} s of own time in all).",
+        f"Machine: {machine()}. {args.trips} trips, incremental mode, under cProfile ({total:.2f} s of own time in all). "
+        "cProfile adds a fixed cost to every call it sees, compiled functions included in this build: the shares say where "
+        "the work is, not a wall-clock split.",
         "" if compiled_visible else "**This build does not expose compiled functions to cProfile**: their time is charged to "
         "their Python callers. Rebuild with `CQELS_CYTHON_PROFILE=1 python setup.py build_ext --inplace --force`.",
         "",
