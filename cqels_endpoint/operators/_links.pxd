@@ -57,6 +57,17 @@ cdef inline Link* link(Links* left, Links* right) except NULL:
     return match
 
 
+cdef inline void free_right_list(Links* right) noexcept:
+    """Frees every match of the right row ``right`` without unlinking: for a destructor that frees
+    every right row's list, after which no left list is read."""
+    cdef Link* match = right.first
+    cdef Link* following
+    while match != NULL:
+        following = match.right_next
+        PyMem_Free(match)
+        match = following
+
+
 cdef inline void unlink(Link* match) noexcept:
     """Removes ``match`` from both lists and frees it."""
     cdef Links* left = match.left

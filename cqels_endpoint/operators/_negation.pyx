@@ -31,7 +31,6 @@ tick's dirty list point to them. A left lineage that left the input stays until 
 retracts it.
 """
 
-from cpython.mem cimport PyMem_Free
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
@@ -44,7 +43,7 @@ from cqels_endpoint.operators._idkeys cimport (
     lineage_tuple,
     row_ids,
 )
-from cqels_endpoint.operators._links cimport Link, link, unlink
+from cqels_endpoint.operators._links cimport free_right_list, link, unlink
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
@@ -79,15 +78,9 @@ cdef class _NegationCore:
 
     def __dealloc__(self):
         # Every match is in one right row's list: free them from there (the maps go next).
-        cdef Link* match
-        cdef Link* following
         cdef size_t i
         for i in range(self.rights.pool_size()):  # erased entries are reset: no matches
-            match = self.rights.at(i).matches.first
-            while match != NULL:
-                following = match.right_next
-                PyMem_Free(match)
-                match = following
+            free_right_list(&self.rights.at(i).matches)
 
     # ---- buckets and matches ----------------------------------------------------------------
 

@@ -13,7 +13,6 @@ pair.
 """
 
 from cpython.long cimport PyLong_FromLongLong
-from cpython.mem cimport PyMem_Free
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cython.operator cimport dereference as deref
@@ -21,7 +20,7 @@ from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
 from cqels_endpoint.operators._idkeys cimport UNBOUND, as_delta, hash_key, ids_tuple, lineage_key, row_ids
-from cqels_endpoint.operators._links cimport Link, link, unlink
+from cqels_endpoint.operators._links cimport free_right_list, link, unlink
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Delta, Operator
@@ -55,15 +54,9 @@ cdef class _OptionalCore:
 
     def __dealloc__(self):
         # Every match is in one right row's list: free them from there (the maps go next).
-        cdef Link* match
-        cdef Link* following
         cdef size_t i
         for i in range(self.right_rows.pool_size()):  # erased entries are reset: no matches
-            match = self.right_rows.at(i).matches.first
-            while match != NULL:
-                following = match.right_next
-                PyMem_Free(match)
-                match = following
+            free_right_list(&self.right_rows.at(i).matches)
 
     # ---- state ----------------------------------------------------------------------------------
 

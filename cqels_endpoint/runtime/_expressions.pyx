@@ -398,52 +398,31 @@ cdef class _Compare(_Node):
         return make_bool(order >= 0)
 
 
-cdef class _And(_Node):
+cdef class _Connective(_Node):
+    """``&&`` and ``||`` with the error truth table of §17.2: the decisive value (false for ``&&``,
+    true for ``||``) wins over an error on the other side."""
     cdef _Node left, right
+    cdef int decisive
 
-    def __init__(self, _Node left, _Node right):
+    def __init__(self, bint decisive, _Node left, _Node right):
+        self.decisive = decisive
         self.left = left
         self.right = right
 
     cdef Value eval(self, _Frame frame):
-        # The error truth table of §17.2: false wins over an error.
         cdef int l = ebv(self.left.eval(frame))
         if l == -2:
             return make(K_OTHER)
-        if l == 0:
-            return make_bool(False)
+        if l == self.decisive:
+            return make_bool(self.decisive)
         cdef int r = ebv(self.right.eval(frame))
         if r == -2:
             return make(K_OTHER)
         if r == -1:
             return make(K_ERROR)
-        if r == 0:
-            return make_bool(False)
-        return make(K_ERROR) if l == -1 else make_bool(True)
-
-
-cdef class _Or(_Node):
-    cdef _Node left, right
-
-    def __init__(self, _Node left, _Node right):
-        self.left = left
-        self.right = right
-
-    cdef Value eval(self, _Frame frame):
-        # The error truth table of §17.2: true wins over an error.
-        cdef int l = ebv(self.left.eval(frame))
-        if l == -2:
-            return make(K_OTHER)
-        if l == 1:
-            return make_bool(True)
-        cdef int r = ebv(self.right.eval(frame))
-        if r == -2:
-            return make(K_OTHER)
-        if r == -1:
-            return make(K_ERROR)
-        if r == 1:
-            return make_bool(True)
-        return make(K_ERROR) if l == -1 else make_bool(False)
+        if r == self.decisive:
+            return make_bool(self.decisive)
+        return make(K_ERROR) if l == -1 else make_bool(not self.decisive)
 
 
 cdef class _Not(_Node):
@@ -804,9 +783,9 @@ cdef class _Builder:
             if expr.op in _COMPARISONS:
                 return _Compare(_COMPARISONS[expr.op], left, right)
             if expr.op == "&&":
-                return _And(left, right)
+                return _Connective(False, left, right)
             if expr.op == "||":
-                return _Or(left, right)
+                return _Connective(True, left, right)
             return None
         if isinstance(expr, ast.UnaryOp):
             left = self.build(expr.operand)
