@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_negation_operator import LEFT, RIGHT_SCHEMAS, Recorder, condition_over, expected, relation, ticks
+from test_negation_operator import LEFT, RIGHT_SCHEMAS, Recorder, condition_over, expected, relation, replay_ticks, ticks
 
 from cqels_endpoint.operators._mark import Mark
 from cqels_endpoint.operators.base import Delta
@@ -53,39 +53,7 @@ def test_mark_matches_twin_and_definition(kind, right_schema, with_condition, ha
     sinks = (Recorder(MARKED), Recorder(MARKED))
     operator.connect(sinks[0])
     twin.connect(sinks[1])
-    live = ({}, {})  # per side: lineage -> row
-    next_lineage = 0
-    for tau, ops in enumerate(history):
-        batches: tuple[list, list] = ([], [])
-        for side, sign, payload in ops:
-            port = 0 if side == "L" else 1
-            schema = LEFT if port == 0 else right_schema
-
-            def make_row(payload, schema=schema):
-                return tuple(value if name in keys else maybe for name, (value, maybe) in zip(schema, payload))
-
-            if sign > 0:
-                next_lineage += 1
-                row = make_row(payload)
-                live[port][(next_lineage,)] = row
-                batches[port].append(Delta(row, 1, (next_lineage,)))
-            elif sign == 0:
-                pick, new_payload = payload
-                if live[port]:
-                    lineage = sorted(live[port])[pick % len(live[port])]
-                    row = make_row(new_payload)
-                    batches[port].append(Delta(live[port][lineage], -1, lineage))
-                    batches[port].append(Delta(row, 1, lineage))
-                    live[port][lineage] = row
-            elif live[port]:
-                lineage = sorted(live[port])[payload % len(live[port])]
-                batches[port].append(Delta(live[port].pop(lineage), -1, lineage))
-        for target in (operator, twin):
-            for port in (0, 1):
-                if batches[port]:
-                    target.on_batch(port, list(batches[port]))
-            target.on_punctuation(tau)
-            target.on_punctuation(tau)
+    for tau, live in replay_ticks(history, keys, right_schema, (operator, twin)):
         want = marked(kind, live[0], live[1], right_schema, condition)
         assert relation(sinks[0].log) == want, f"tick {tau}"
         assert relation(sinks[1].log) == want, f"tick {tau} (twin)"

@@ -102,23 +102,13 @@ def ticks(draw):
     return result
 
 
-@settings(max_examples=400, deadline=None)
-@given(
-    kind=st.sampled_from(NegationKind),
-    right_schema=st.sampled_from(RIGHT_SCHEMAS),
-    with_condition=st.booleans(),
-    hashed=st.sets(st.sampled_from(LEFT)),
-    history=ticks(),
-)
-def test_operator_matches_twin_and_definition(kind, right_schema, with_condition, hashed, history):
-    condition = condition_over(LEFT, right_schema) if with_condition and kind is not NegationKind.MINUS else None
-    keys = tuple(c for c in shared_columns(LEFT, right_schema) if c in hashed)
-    operator = Negation(LEFT, right_schema, kind, condition, keys=keys)
-    twin = ReferenceNegation(LEFT, right_schema, kind, condition, keys=keys)
-    sinks = (Recorder(LEFT), Recorder(LEFT))
-    operator.connect(sinks[0])
-    twin.connect(sinks[1])
-    live = ({}, {})  # per side: lineage -> row
+
+def replay_ticks(history, keys, right_schema, targets):
+    """Feeds each tick of ``history`` to every operator of ``targets`` (left rows on port 0, right
+    rows on port 1, then both punctuations) and yields ``(tau, live)`` after it, ``live`` being the
+    rows of each side by lineage. Hashed ``keys`` columns are bound in every row; the others may be
+    unbound (None)."""
+    live = ({}, {})
     next_lineage = 0
     for tau, ops in enumerate(history):
         batches: tuple[list, list] = ([], [])
@@ -127,7 +117,6 @@ def test_operator_matches_twin_and_definition(kind, right_schema, with_condition
             schema = LEFT if port == 0 else right_schema
 
             def make_row(payload, schema=schema):
-                # Hashed columns are bound in every row; the others may be unbound (None).
                 return tuple(value if name in keys else maybe for name, (value, maybe) in zip(schema, payload))
 
             if sign > 0:
@@ -146,12 +135,31 @@ def test_operator_matches_twin_and_definition(kind, right_schema, with_condition
             elif live[port]:
                 lineage = sorted(live[port])[payload % len(live[port])]
                 batches[port].append(Delta(live[port].pop(lineage), -1, lineage))
-        for target in (operator, twin):
+        for target in targets:
             for port in (0, 1):
                 if batches[port]:
                     target.on_batch(port, list(batches[port]))
             target.on_punctuation(tau)
             target.on_punctuation(tau)
+        yield tau, live
+
+@settings(max_examples=400, deadline=None)
+@given(
+    kind=st.sampled_from(NegationKind),
+    right_schema=st.sampled_from(RIGHT_SCHEMAS),
+    with_condition=st.booleans(),
+    hashed=st.sets(st.sampled_from(LEFT)),
+    history=ticks(),
+)
+def test_operator_matches_twin_and_definition(kind, right_schema, with_condition, hashed, history):
+    condition = condition_over(LEFT, right_schema) if with_condition and kind is not NegationKind.MINUS else None
+    keys = tuple(c for c in shared_columns(LEFT, right_schema) if c in hashed)
+    operator = Negation(LEFT, right_schema, kind, condition, keys=keys)
+    twin = ReferenceNegation(LEFT, right_schema, kind, condition, keys=keys)
+    sinks = (Recorder(LEFT), Recorder(LEFT))
+    operator.connect(sinks[0])
+    twin.connect(sinks[1])
+    for tau, live in replay_ticks(history, keys, right_schema, (operator, twin)):
         want = expected(kind, live[0], live[1], right_schema, condition)
         assert relation(sinks[0].log) == want, f"tick {tau}"
         assert relation(sinks[1].log) == want, f"tick {tau} (twin)"
