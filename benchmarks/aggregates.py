@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import pyoxigraph as ox
-from engine import machine, pyplot
+from engine import machine, pyplot, save_loglog
 
 from cqels_endpoint import Engine
 
@@ -208,16 +208,8 @@ def plot(results, sizes: list[int], path: Path) -> None:
     markers = "osD^v<>xP"
     for (name, by_size), marker in zip(results.items(), markers, strict=False):
         axis.plot(sizes, [statistics.median(by_size[size]) for size in sizes], marker=marker, label=name)
-    axis.set_xscale("log")
-    axis.set_yscale("log")
-    axis.set_xlabel("rows in the group (window [TRIPLES n])")
-    axis.set_ylabel("µs per tick (median)")
-    axis.set_title(f"Aggregate cost per tick; target: within {TARGET:g}× across sizes")
-    axis.legend(fontsize="small", ncol=2)
-    axis.grid(True, which="major", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    print(f"wrote {path}")
+    save_loglog(figure, axis, path, "rows in the group (window [TRIPLES n])", "µs per tick (median)",
+                f"Aggregate cost per tick; target: within {TARGET:g}× across sizes", legend_columns=2)
 
 
 if __name__ == "__main__":

@@ -129,6 +129,20 @@ def pyplot():
     return plt
 
 
+def save_loglog(figure, axis, path: Path, xlabel: str, ylabel: str, title: str, legend_columns: int = 1) -> None:
+    """Log-log axes with their labels, legend and grid, written to ``path``."""
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    axis.legend(fontsize="small", ncol=legend_columns)
+    axis.grid(True, which="major", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=[1000, 2000, 5000, 10000])

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.engine.emission import Emission, Row, instantiate
+from cqels_endpoint.engine.emission import Emission, EmittedRows, Row, instantiate
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query import ast
@@ -25,8 +25,6 @@ from cqels_endpoint.runtime.streams import Event
 from cqels_endpoint.runtime.windows import CloseSchedule
 from cqels_endpoint.terms import IRI
 
-# The signs of Γ's changes each R2S emits: RSTREAM emits the whole relation instead.
-_EMITTED_SIGNS = {R2S.ISTREAM: (1,), R2S.DSTREAM: (-1,), R2S.RSTREAM: ()}
 
 @dataclass(eq=False)
 class ContinuousQuery:
@@ -66,6 +64,7 @@ class ContinuousQuery:
         self._routes: dict[str, Router] | None = None
         self._route_constants: list[int] = []
         self._subscribers: list[Callable[[Emission], None]] = []
+        self._json_only: list[Callable[[Emission], None]] = []  # those of the subscribers that read only JSON
         self.variables = _projection(self.algebra)
         self._outbox: list[Emission] = []
 
@@ -77,13 +76,21 @@ class ContinuousQuery:
     def periodic(self) -> bool:
         return self.schedule is not None
 
-    def subscribe(self, callback: Callable[[Emission], None]) -> Callable[[], None]:
-        """Calls ``callback(emission)`` on every emission of this query; returns an unsubscribe function."""
+    def subscribe(self, callback: Callable[[Emission], None], *, json_only: bool = False) -> Callable[[], None]:
+        """Calls ``callback(emission)`` on every emission of this query; returns an unsubscribe function.
+
+        ``json_only``: the callback reads the emissions only as JSON (``json_text()``,
+        ``to_json()``): while every subscriber says so, a SELECT's rows are written as JSON from
+        their term ids and never decoded (``Emission.rows`` is None).
+        """
         self._subscribers.append(callback)
+        if json_only:
+            self._json_only.append(callback)
 
         def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
+            for subscribers in (self._subscribers, self._json_only):
+                if callback in subscribers:
+                    subscribers.remove(callback)
 
         return unsubscribe
 
@@ -145,30 +152,28 @@ class ContinuousQuery:
         for st, window in zip(self.patterns, self.windows):
             for gone in window.expire(tau, tick):
                 self.evaluator.on_expire(st.id, gone)
-        deltas = self.evaluator.evaluate(tau, _EMITTED_SIGNS[self.r2s])
-        self._emit(tau, deltas, self.evaluator.snapshot() if self.r2s is R2S.RSTREAM else None)
+        with self.evaluator.emitted(tau, self.r2s) as rows:
+            self._emit(tau, rows)
 
-    def _emit(self, tau: int, deltas: list[tuple[Row, int]], snapshot: list[Row] | None) -> None:
-        """The evaluation at ``tau`` is done: Γ changed by ``deltas`` and is ``snapshot`` (RSTREAM)."""
+    def _emit(self, tau: int, rows: EmittedRows) -> None:
+        """The evaluation at ``tau`` is done and emits ``rows``: Γ's changes of the R2S's sign, or Γ (RSTREAM)."""
         self.clock = tau
         self.evaluations += 1
-        if self.r2s is R2S.RSTREAM:
-            rows = snapshot
-        else:
-            sign = 1 if self.r2s is R2S.ISTREAM else -1
-            rows = [row for row, s in deltas if s == sign]
         if self.algebra.form == QueryForm.ASK:
             # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
             if self.r2s is R2S.RSTREAM:
-                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(rows)))
-            elif rows:
+                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(len(rows))))
+            elif len(rows):
                 self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s is R2S.ISTREAM))
         elif self.algebra.form == QueryForm.CONSTRUCT:
-            triples = instantiate(self.algebra.template, rows)
+            triples = instantiate(self.algebra.template, rows.mappings())
             if triples or self.r2s is R2S.RSTREAM:
                 self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
-        elif rows or self.r2s is R2S.RSTREAM:
-            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=rows))
+        elif len(rows) or self.r2s is R2S.RSTREAM:
+            # Decoded for the subscribers that read terms, written as JSON for those that read JSON.
+            decoded = rows.mappings() if len(self._json_only) < len(self._subscribers) or not self._subscribers else None
+            bindings = rows.bindings_json() if self._json_only else None
+            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=decoded, bindings=bindings))
 
     def _close(self) -> None:
         """Releases the windows and the plan (the query was unregistered)."""

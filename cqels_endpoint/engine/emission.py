@@ -1,10 +1,15 @@
 """What a continuous query emits: ``Emission`` and the SPARQL 1.1 JSON form of terms.
 
+An evaluator hands the rows of one evaluation over as ``EmittedRows``: decoded mappings for
+callbacks, or SPARQL JSON written straight from term ids (``IdRows`` with a ``BindingsWriter``) for
+the HTTP subscribers, so a query watched only over SSE/NDJSON never builds a term per row.
 ``instantiate`` applies a CONSTRUCT template to the rows of one emission.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyoxigraph as ox
@@ -23,7 +28,10 @@ RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 class Emission:
     """One output of a continuous query at time ``time`` (ms).
 
-    SELECT: ``rows`` (solution mappings ``{var: pyoxigraph term}``), ``variables`` the projection.
+    SELECT: ``rows`` (solution mappings ``{var: pyoxigraph term}``), ``variables`` the projection;
+    ``bindings`` the same rows as the JSON text of a SPARQL 1.1 JSON ``bindings`` array, written
+    when a subscriber asked for JSON (``ContinuousQuery.subscribe(…, json_only=True)``). When every
+    subscriber did, ``rows`` is None and the rows are never decoded.
     CONSTRUCT: ``triples`` (the template instantiated on the rows of this R2S).
     ASK: ``boolean``, the answer (RSTREAM: at every evaluation; ISTREAM: ``True`` when it turns
     true; DSTREAM: ``False`` when it turns false).
@@ -36,15 +44,19 @@ class Emission:
     rows: list[Row] | None = None
     triples: list[ox.Triple] | None = None
     boolean: bool | None = None
+    bindings: str | None = None
 
     def to_sparql_json(self) -> dict:
         """A SPARQL 1.1 JSON result: ``head``/``results`` of these rows, or ``head``/``boolean`` (ASK)."""
         if self.boolean is not None:
             return {"head": {}, "boolean": self.boolean}
-        if self.rows is None:
+        if self.triples is not None:
             msg = "a CONSTRUCT emission has triples, not rows: use to_ntriples()"
             raise TypeError(msg)
-        bindings = [{var: term_json(term) for var, term in row.items()} for row in self.rows]
+        if self.rows is None:
+            bindings = json.loads(self.bindings)
+        else:
+            bindings = [{var: term_json(term) for var, term in row.items()} for row in self.rows]
         return {"head": {"vars": list(self.variables)}, "results": {"bindings": bindings}}
 
     def to_ntriples(self) -> str:
@@ -60,6 +72,14 @@ class Emission:
         if self.triples is None:
             return head | self.to_sparql_json()
         return head | {"triples": self.to_ntriples()}
+
+    def json_text(self) -> str:
+        """``to_json()`` as one line of JSON text (``json.dumps(…, ensure_ascii=False)``), the
+        bindings of a SELECT spliced in from ``bindings`` when they were written from ids."""
+        if self.bindings is None:
+            return json.dumps(self.to_json(), ensure_ascii=False)
+        head = {"query": self.query, "time": self.time, "r2s": self.r2s, "head": {"vars": list(self.variables)}}
+        return f'{json.dumps(head, ensure_ascii=False)[:-1]}, "results": {{"bindings": {self.bindings}}}}}'
 
 
 def term_json(term: Term | ox.Triple) -> dict:
@@ -79,6 +99,110 @@ def term_json(term: Term | ox.Triple) -> dict:
         parts = {"subject": term.subject, "predicate": term.predicate, "object": term.object}
         return {"type": "triple", "value": {k: term_json(v) for k, v in parts.items()}}
     raise TypeError(f"not an RDF term: {term!r}")
+
+
+def bindings_json(rows: Sequence[Row]) -> str:
+    """Decoded rows as the JSON text of a SPARQL 1.1 JSON ``bindings`` array."""
+    return json.dumps([{var: term_json(term) for var, term in row.items()} for row in rows], ensure_ascii=False)
+
+
+class EmittedRows:
+    """The rows one evaluation emits (Γ's changes of the emitted sign, or Γ for RSTREAM), here
+    already decoded. Use it as a context manager: the rows are valid inside the ``with`` only."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: list[Row]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __enter__(self) -> EmittedRows:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.release()
+
+    def mappings(self) -> list[Row]:
+        """The rows as solution mappings."""
+        return self._rows
+
+    def bindings_json(self) -> str:
+        """The rows as the JSON text of a SPARQL 1.1 JSON ``bindings`` array."""
+        return bindings_json(self._rows)
+
+    def release(self) -> None:
+        """The rows are no longer needed (decoded rows hold nothing)."""
+
+
+class IdRows(EmittedRows):
+    """Rows of term ids aligned with an evaluator's schema, held by the evaluator until
+    ``release()``: decoded only if asked (``decode_all``), written as JSON by ``writer``."""
+
+    __slots__ = ("_decode_all", "_ids", "_release", "_writer")
+
+    def __init__(self, ids: list[tuple], decode_all: Callable[[list[tuple]], list[Row]], writer: BindingsWriter,
+                 release: Callable[[], None]) -> None:
+        super().__init__([])
+        self._ids = ids
+        self._decode_all = decode_all
+        self._writer = writer
+        self._release = release
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def mappings(self) -> list[Row]:
+        return self._decode_all(self._ids)
+
+    def bindings_json(self) -> str:
+        return self._writer.write(self._ids)
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+class BindingsWriter:
+    """Writes rows of term ids (aligned with ``schema``, None for unbound) as SPARQL 1.1 JSON
+    bindings, the text ``bindings_json`` gives for the decoded rows.
+
+    Each id's JSON is written once, from its term, and kept by id: dictionary ids are never reused
+    (``runtime.encoding``) and inline ids are their values, so a cached text never goes stale. A row
+    is then the concatenation of its ids' texts. The cache is bounded like ``TermDecoder``'s.
+    """
+
+    __slots__ = ("_capacity", "_dictionary", "_keys", "_texts")
+
+    def __init__(self, dictionary, schema: Sequence[str], capacity: int = 1 << 16) -> None:
+        self._dictionary = dictionary
+        self._keys = tuple(json.dumps(name, ensure_ascii=False) + ": " for name in schema)
+        self._texts: dict[int, str] = {}
+        self._capacity = capacity
+
+    def write(self, rows: Sequence[tuple]) -> str:
+        texts, keys = self._texts, self._keys
+        written = []
+        for row in rows:
+            fields = []
+            for key, term_id in zip(keys, row):
+                if term_id is None:
+                    continue
+                text = texts.get(term_id)
+                if text is None:
+                    text = self._text(term_id)
+                fields.append(key + text)
+            written.append("{" + ", ".join(fields) + "}")
+        return "[" + ", ".join(written) + "]"
+
+    def _text(self, term_id: int) -> str:
+        text = json.dumps(term_json(self._dictionary.decode(term_id)), ensure_ascii=False)
+        if len(self._texts) >= self._capacity:
+            self._texts.clear()
+        self._texts[term_id] = text
+        return text
 
 
 def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:

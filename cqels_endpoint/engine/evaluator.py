@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 import pyoxigraph as ox
 
-from cqels_endpoint.query.kinds import Named
+from cqels_endpoint.engine.emission import EmittedRows
+from cqels_endpoint.query.kinds import R2S, Named
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Row = dict[str, Term]
@@ -42,6 +43,12 @@ class Evaluator(Protocol):
         """Closes the evaluation at ``tau``: the changes of Γ whose sign is in ``signs`` (+1 entered,
         -1 left), decoded, in order. The engine asks only for what its R2S emits (none for
         RSTREAM, which reads ``snapshot``), so the other rows are never decoded."""
+        ...
+
+    def emitted(self, tau: int, r2s: R2S) -> EmittedRows:
+        """``evaluate`` at ``tau`` handing over the rows ``r2s`` emits (Γ's changes of its sign, or Γ
+        for RSTREAM) undecoded where the evaluator can: the engine decodes them only for the
+        subscribers that want terms, and releases them once the emission is made."""
         ...
 
     def snapshot(self) -> list[Row]: ...

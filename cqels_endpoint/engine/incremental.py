@@ -29,6 +29,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.engine.emission import BindingsWriter, IdRows
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
 from cqels_endpoint.operators.order import Order
@@ -38,6 +39,7 @@ from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.explain import explain_plan
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
 from cqels_endpoint.plan.patterns import StreamTriple
+from cqels_endpoint.query.kinds import R2S
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
@@ -98,6 +100,7 @@ class IncrementalEvaluator:
         self.evaluations = 0
         self._closed = False
         self._snapshot_mappings: dict[tuple, dict[str, Term]] = {}  # the last snapshot's rows, decoded
+        self._writer = BindingsWriter(dictionary, self.sink.schema)
         self.describe_cache: Callable[[StaticCache], list[str]] | None = None
 
     # ------------------------------------------------------------------ the Evaluator protocol
@@ -128,6 +131,17 @@ class IncrementalEvaluator:
         self.release_decoded()
         return changes
 
+    def emitted(self, tau: int, r2s: R2S) -> IdRows:
+        """Closes the tick at ``tau`` like ``evaluate``: the rows ``r2s`` emits (the changes of its
+        sign, or Γ for RSTREAM) as rows of ids, valid until the returned rows are released."""
+        changes = self.evaluate_rows(tau)
+        if r2s is R2S.RSTREAM:
+            rows, decode_all = self.snapshot_rows(), self._decode_snapshot
+        else:
+            sign = 1 if r2s is R2S.ISTREAM else -1
+            rows, decode_all = [row for row, s in changes if s == sign], self._decode_all
+        return IdRows(rows, decode_all, self._writer, self.release_decoded)
+
     def evaluate_rows(self, tau: int) -> list[tuple[tuple, int]]:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
@@ -145,15 +159,17 @@ class IncrementalEvaluator:
         return changes
 
     def snapshot(self) -> list[dict[str, Term]]:
-        """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one).
+        """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""
+        return self._decode_snapshot(self.snapshot_rows())
 
-        RSTREAM asks for Γ at every evaluation, and a row usually stays in Γ for many of them: each
+    def _decode_snapshot(self, rows: list[tuple]) -> list[dict[str, Term]]:
+        """RSTREAM asks for Γ at every evaluation, and a row usually stays in Γ for many of them: each
         distinct row of ids is decoded once while it stays, and the mapping is shared by the
         snapshots that list it (callers treat mappings as read-only)."""
         previous, current = self._snapshot_mappings, {}
         decode = self.decode
         mappings = []
-        for row in self.snapshot_rows():
+        for row in rows:
             mapping = current.get(row)
             if mapping is None:
                 mapping = previous.get(row)
@@ -210,6 +226,10 @@ class IncrementalEvaluator:
         """A row of ``sink.schema`` as a solution mapping."""
         decode = self.dictionary.decode
         return {name: decode(value) for name, value in zip(self.sink.schema, row) if value is not None}
+
+    def _decode_all(self, rows: list[tuple]) -> list[dict[str, Term]]:
+        decode = self.decode
+        return [decode(row) for row in rows]
 
     def _release_later(self, ids: tuple) -> None:
         self._releasing.append(ids)

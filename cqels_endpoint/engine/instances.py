@@ -38,7 +38,8 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.continuous import ContinuousQuery
-from cqels_endpoint.engine.emission import Row
+from cqels_endpoint.engine.emission import EmittedRows, Row
+from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.terms import XSD_INTEGER
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
@@ -97,8 +98,13 @@ class InstanceQuery(ContinuousQuery):
 
     def _take(self, evaluations: list) -> None:
         key = self.view.key
+        sign = 1 if self.r2s is R2S.ISTREAM else -1
         for tau, changes, snapshots in evaluations:
-            self._emit(tau, changes.get(key, []), None if snapshots is None else snapshots.get(key, []))
+            if snapshots is None:
+                rows = [row for row, s in changes.get(key, []) if s == sign]
+            else:
+                rows = snapshots.get(key, [])
+            self._emit(tau, EmittedRows(rows))
 
     def _readers(self, window) -> str:
         count = len(self.view.group)

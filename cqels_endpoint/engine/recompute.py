@@ -41,10 +41,11 @@ from cqels_endpoint.algebra.ties import break_ties
 from cqels_endpoint.algebra.to_sparql import needs_store_graphs, to_sparql
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.caches.engines import store_graph_iris
+from cqels_endpoint.engine.emission import EmittedRows
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.query import ast
-from cqels_endpoint.query.kinds import QueryForm
+from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.terms import IRI, Var
 
@@ -140,6 +141,13 @@ class RecomputeEvaluator:
                     deltas.append((row, -1))
         self._rows, self._counts = rows, counts
         return deltas
+
+    def emitted(self, tau: int, r2s: R2S) -> EmittedRows:
+        if r2s is R2S.RSTREAM:
+            self.evaluate(tau, ())
+            return EmittedRows(self.snapshot())
+        sign = 1 if r2s is R2S.ISTREAM else -1
+        return EmittedRows([row for row, _sign in self.evaluate(tau, (sign,))])
 
     def snapshot(self) -> list[Row]:
         return [dict(row) for row in self._rows]

@@ -103,8 +103,8 @@ def results(name: str) -> Response:
     return Response(body, status=200, headers=headers, content_type=content_type)
 
 
-def render_with(frame: Callable[[dict, int], bytes], triple_format: MediaFormat | None) -> Callable[[Entry], bytes]:
-    """The bytes of one entry: its JSON object (CONSTRUCT triples in ``triple_format``) in ``frame``."""
+def render_with(frame: Callable[[str, int], bytes], triple_format: MediaFormat | None) -> Callable[[Entry], bytes]:
+    """The bytes of one entry: its JSON text (CONSTRUCT triples in ``triple_format``) in ``frame``."""
 
     def render(entry: Entry) -> bytes:
         return frame(emission_json(entry, triple_format), entry.seq)
@@ -112,22 +112,23 @@ def render_with(frame: Callable[[dict, int], bytes], triple_format: MediaFormat 
     return render
 
 
-def emission_json(entry: Entry, triple_format: MediaFormat | None) -> dict:
-    """The JSON object of one emission, CONSTRUCT triples written in ``triple_format`` (None: N-Triples)."""
+def emission_json(entry: Entry, triple_format: MediaFormat | None) -> str:
+    """The JSON text of one emission, CONSTRUCT triples written in ``triple_format`` (None: N-Triples)."""
     emission = entry.emission
-    data = emission.to_json()
     if emission.triples is not None and triple_format is not None and triple_format.syntax != ox.RdfFormat.N_TRIPLES:
+        data = emission.to_json()
         data["triples"] = ox.serialize(emission.triples, format=triple_format.syntax).decode("utf-8")
-    return data
+        return json.dumps(data, ensure_ascii=False)
+    return emission.json_text()
 
 
-def _sse_event(data: dict, seq: int) -> bytes:
+def _sse_event(text: str, seq: int) -> bytes:
     # json.dumps escapes CR and LF inside strings, so the JSON is one line, as one data: field needs.
-    return f"id: {seq}\nevent: emission\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return f"id: {seq}\nevent: emission\ndata: {text}\n\n".encode()
 
 
-def _ndjson_line(data: dict, seq: int) -> bytes:
-    return (json.dumps(data, ensure_ascii=False) + "\n").encode()
+def _ndjson_line(text: str, seq: int) -> bytes:
+    return (text + "\n").encode()
 
 
 def _comment(text: str) -> bytes:

@@ -144,7 +144,7 @@ class QueryHub:
         # Numbered on from the query's emission count, so ids match ``emitted`` when the hub is
         # attached between two pushes (it is, unless a push races the first subscriber).
         self._last = query.emitted
-        self._unsubscribe = query.subscribe(self._on_emission)
+        self._unsubscribe = query.subscribe(self._on_emission, json_only=True)
 
     @property
     def last_seq(self) -> int:
