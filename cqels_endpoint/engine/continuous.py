@@ -166,14 +166,24 @@ class ContinuousQuery:
             elif len(rows):
                 self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s is R2S.ISTREAM))
         elif self.algebra.form == QueryForm.CONSTRUCT:
-            triples = instantiate(self.algebra.template, rows.mappings())
-            if triples or self.r2s is R2S.RSTREAM:
-                self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
+            # Terms for the subscribers that read terms; N-Triples written from ids when all read JSON.
+            if self._reads_terms():
+                triples = instantiate(self.algebra.template, rows.mappings())
+                if triples or self.r2s is R2S.RSTREAM:
+                    self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
+            else:
+                text = rows.constructed(self.algebra.template)
+                if text or self.r2s is R2S.RSTREAM:
+                    self._outbox.append(Emission(self.name, tau, self.r2s, ntriples=text))
         elif len(rows) or self.r2s is R2S.RSTREAM:
             # Decoded for the subscribers that read terms, written as JSON for those that read JSON.
-            decoded = rows.mappings() if len(self._json_only) < len(self._subscribers) or not self._subscribers else None
+            decoded = rows.mappings() if self._reads_terms() else None
             bindings = rows.bindings_json() if self._json_only else None
             self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=decoded, bindings=bindings))
+
+    def _reads_terms(self) -> bool:
+        """Some subscriber reads emissions as terms (or none is there yet to say it does not)."""
+        return not self._subscribers or len(self._json_only) < len(self._subscribers)
 
     def _close(self) -> None:
         """Releases the windows and the plan (the query was unregistered)."""

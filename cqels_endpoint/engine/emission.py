@@ -9,13 +9,14 @@ the HTTP subscribers, so a query watched only over SSE/NDJSON never builds a ter
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyoxigraph as ox
 
 from cqels_endpoint.errors import ArgumentError
 from cqels_endpoint.query.kinds import R2S
+from cqels_endpoint.runtime.term_kinds import TermKind, kind_of
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import BlankNode, Var
 
@@ -32,7 +33,9 @@ class Emission:
     ``bindings`` the same rows as the JSON text of a SPARQL 1.1 JSON ``bindings`` array, written
     when a subscriber asked for JSON (``ContinuousQuery.subscribe(…, json_only=True)``). When every
     subscriber did, ``rows`` is None and the rows are never decoded.
-    CONSTRUCT: ``triples`` (the template instantiated on the rows of this R2S).
+    CONSTRUCT: ``triples`` (the template instantiated on the rows of this R2S), or, when every
+    subscriber asked for JSON, ``ntriples`` (the same triples as N-Triples text, written from ids)
+    and ``triples`` None.
     ASK: ``boolean``, the answer (RSTREAM: at every evaluation; ISTREAM: ``True`` when it turns
     true; DSTREAM: ``False`` when it turns false).
     """
@@ -45,12 +48,18 @@ class Emission:
     triples: list[ox.Triple] | None = None
     boolean: bool | None = None
     bindings: str | None = None
+    ntriples: str | None = None
+
+    @property
+    def constructed(self) -> bool:
+        """A CONSTRUCT emission (triples, not rows)."""
+        return self.triples is not None or self.ntriples is not None
 
     def to_sparql_json(self) -> dict:
         """A SPARQL 1.1 JSON result: ``head``/``results`` of these rows, or ``head``/``boolean`` (ASK)."""
         if self.boolean is not None:
             return {"head": {}, "boolean": self.boolean}
-        if self.triples is not None:
+        if self.constructed:
             msg = "a CONSTRUCT emission has triples, not rows: use to_ntriples()"
             raise TypeError(msg)
         if self.rows is None:
@@ -61,15 +70,23 @@ class Emission:
 
     def to_ntriples(self) -> str:
         """The triples as N-Triples text (CONSTRUCT only)."""
-        if self.triples is None:
+        if not self.constructed:
             msg = "a SELECT or ASK emission has no triples: use to_sparql_json()"
             raise TypeError(msg)
+        if self.ntriples is not None:
+            return self.ntriples
         return "".join(f"{triple} .\n" for triple in self.triples)
+
+    def graph(self) -> list[ox.Triple]:
+        """The triples as pyoxigraph terms (CONSTRUCT only), read from ``ntriples`` if need be."""
+        if self.triples is not None:
+            return self.triples
+        return [quad.triple for quad in ox.parse(self.to_ntriples(), format=ox.RdfFormat.N_TRIPLES)]
 
     def to_json(self) -> dict:
         """The JSON object of one Server-Sent Event / NDJSON line (docs/ARCHITECTURE.md, "Emissions (R2S)")."""
         head = {"query": self.query, "time": self.time, "r2s": self.r2s}
-        if self.triples is None:
+        if not self.constructed:
             return head | self.to_sparql_json()
         return head | {"triples": self.to_ntriples()}
 
@@ -132,6 +149,10 @@ class EmittedRows:
         """The rows as the JSON text of a SPARQL 1.1 JSON ``bindings`` array."""
         return bindings_json(self._rows)
 
+    def constructed(self, template) -> str:
+        """The CONSTRUCT ``template`` on the rows, as N-Triples text."""
+        return "".join(f"{triple} .\n" for triple in instantiate(template, self._rows))
+
     def release(self) -> None:
         """The rows are no longer needed (decoded rows hold nothing)."""
 
@@ -140,14 +161,15 @@ class IdRows(EmittedRows):
     """Rows of term ids aligned with an evaluator's schema, held by the evaluator until
     ``release()``: decoded only if asked (``decode_all``), written as JSON by ``writer``."""
 
-    __slots__ = ("_decode_all", "_ids", "_release", "_writer")
+    __slots__ = ("_decode_all", "_ids", "_release", "_template_writer", "_writer")
 
     def __init__(self, ids: list[tuple], decode_all: Callable[[list[tuple]], list[Row]], writer: BindingsWriter,
-                 release: Callable[[], None]) -> None:
+                 release: Callable[[], None], template_writer: TemplateWriter | None = None) -> None:
         super().__init__([])
         self._ids = ids
         self._decode_all = decode_all
         self._writer = writer
+        self._template_writer = template_writer
         self._release = release
 
     def __len__(self) -> int:
@@ -159,50 +181,130 @@ class IdRows(EmittedRows):
     def bindings_json(self) -> str:
         return self._writer.write(self._ids)
 
+    def constructed(self, template) -> str:
+        if self._template_writer is None:
+            return super().constructed(template)
+        return self._template_writer.write(self._ids)
+
     def release(self) -> None:
         release, self._release = self._release, None
         if release is not None:
             release()
 
 
-class BindingsWriter:
-    """Writes rows of term ids (aligned with ``schema``, None for unbound) as SPARQL 1.1 JSON
-    bindings, the text ``bindings_json`` gives for the decoded rows.
+class _IdTexts:
+    """A text per term id, written once from its term and kept by id: dictionary ids are never
+    reused (``runtime.encoding``) and inline ids are their values, so a kept text never goes stale.
+    Bounded like ``TermDecoder``'s cache (cleared when full: the hot ids come back at once)."""
 
-    Each id's JSON is written once, from its term, and kept by id: dictionary ids are never reused
-    (``runtime.encoding``) and inline ids are their values, so a cached text never goes stale. A row
-    is then the concatenation of its ids' texts. The cache is bounded like ``TermDecoder``'s.
-    """
+    __slots__ = ("_capacity", "_dictionary", "_texts", "_write")
 
-    __slots__ = ("_capacity", "_dictionary", "_keys", "_texts")
-
-    def __init__(self, dictionary, schema: Sequence[str], capacity: int = 1 << 16) -> None:
+    def __init__(self, dictionary, write: Callable[[Term | ox.Triple], str], capacity: int) -> None:
         self._dictionary = dictionary
-        self._keys = tuple(json.dumps(name, ensure_ascii=False) + ": " for name in schema)
+        self._write = write
         self._texts: dict[int, str] = {}
         self._capacity = capacity
 
+    def text(self, term_id: int) -> str:
+        text = self._texts.get(term_id)
+        if text is None:
+            text = self._write(self._dictionary.decode(term_id))
+            if len(self._texts) >= self._capacity:
+                self._texts.clear()
+            self._texts[term_id] = text
+        return text
+
+
+class BindingsWriter:
+    """Writes rows of term ids (aligned with ``schema``, None for unbound) as SPARQL 1.1 JSON
+    bindings, the text ``bindings_json`` gives for the decoded rows: each id's JSON is written once
+    (``_IdTexts``), and a row is the concatenation of its ids' texts."""
+
+    __slots__ = ("_keys", "_texts")
+
+    def __init__(self, dictionary, schema: Sequence[str], capacity: int = 1 << 16) -> None:
+        self._keys = tuple(json.dumps(name, ensure_ascii=False) + ": " for name in schema)
+        self._texts = _IdTexts(dictionary, lambda term: json.dumps(term_json(term), ensure_ascii=False), capacity)
+
     def write(self, rows: Sequence[tuple]) -> str:
-        texts, keys = self._texts, self._keys
+        text, keys = self._texts.text, self._keys
         written = []
         for row in rows:
-            fields = []
-            for key, term_id in zip(keys, row):
-                if term_id is None:
-                    continue
-                text = texts.get(term_id)
-                if text is None:
-                    text = self._text(term_id)
-                fields.append(key + text)
+            fields = [key + text(term_id) for key, term_id in zip(keys, row) if term_id is not None]
             written.append("{" + ", ".join(fields) + "}")
         return "[" + ", ".join(written) + "]"
 
-    def _text(self, term_id: int) -> str:
-        text = json.dumps(term_json(self._dictionary.decode(term_id)), ensure_ascii=False)
-        if len(self._texts) >= self._capacity:
-            self._texts.clear()
-        self._texts[term_id] = text
-        return text
+
+# What a CONSTRUCT template position is, for ``TemplateWriter``.
+_VARIABLE, _BLANK, _CONSTANT = range(3)
+
+
+class TemplateWriter:
+    """Writes a CONSTRUCT template instantiated on rows of ids (aligned with ``schema``) as
+    N-Triples: the triples ``instantiate`` makes of the decoded rows, in the same order, with the
+    same ill-formed triples skipped (kinds read from the ids' type bits) and duplicates dropped;
+    blank nodes are fresh per row in both, so only their labels differ."""
+
+    __slots__ = ("_template", "_texts")
+
+    def __init__(self, dictionary, schema: Sequence[str], template, capacity: int = 1 << 16) -> None:
+        positions = {name: i for i, name in enumerate(schema)}
+        self._texts = _IdTexts(dictionary, _ntriples_term, capacity)
+        self._template = [
+            tuple(_template_part(term, positions) for term in (pattern.subject, pattern.predicate, pattern.object))
+            for pattern in template
+        ]
+
+    def write(self, rows: Sequence[tuple]) -> str:
+        text = self._texts.text
+        lines: dict[str, None] = {}
+        for row in rows:
+            fresh: dict[str, str] = {}
+            for parts in self._template:
+                written = []
+                for position, (what, value, kind) in enumerate(parts):
+                    if what == _VARIABLE:
+                        term_id = row[value]
+                        if term_id is None:
+                            break
+                        kind = kind_of(term_id)
+                        value = text(term_id)
+                    elif what == _BLANK:
+                        label = fresh.get(value)
+                        if label is None:
+                            label = fresh[value] = str(ox.BlankNode())
+                        value = label
+                    elif value is None:  # a constant that is no term (an ill-formed literal, say)
+                        break
+                    # By identity: an inline id's kind is an InlineType, whose values overlap TermKind's.
+                    if position == 0 and not (kind is TermKind.IRI or kind is TermKind.BLANK_NODE):
+                        break
+                    if position == 1 and kind is not TermKind.IRI:
+                        break
+                    written.append(value)
+                else:
+                    lines.setdefault(" ".join(written) + " .\n")
+        return "".join(lines)
+
+
+def _ntriples_term(term: Term | ox.Triple) -> str:
+    # str() of a Triple is "s p o", of a triple term in a triple "<<( s p o )>>".
+    return f"<<( {term} )>>" if isinstance(term, ox.Triple) else str(term)
+
+
+def _template_part(term, positions: Mapping[str, int]) -> tuple[int, object, object]:
+    """``(what, value, kind)`` of one template position: a variable's column (kind read per row), a
+    blank node's label, or a constant's N-Triples text and kind (text None: no term)."""
+    if isinstance(term, Var):
+        column = positions.get(term.name)
+        return (_CONSTANT, None, None) if column is None else (_VARIABLE, column, None)
+    if isinstance(term, BlankNode):
+        return _BLANK, term.label, TermKind.BLANK_NODE
+    try:
+        constant = constant_term(term)
+    except (TypeError, ValueError):
+        return _CONSTANT, None, None
+    return _CONSTANT, str(constant), TermKind.IRI if isinstance(constant, ox.NamedNode) else TermKind.LITERAL
 
 
 def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:

@@ -29,7 +29,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.engine.emission import BindingsWriter, IdRows
+from cqels_endpoint.engine.emission import BindingsWriter, IdRows, TemplateWriter
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
 from cqels_endpoint.operators.order import Order
@@ -39,7 +39,7 @@ from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.explain import explain_plan
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
 from cqels_endpoint.plan.patterns import StreamTriple
-from cqels_endpoint.query.kinds import R2S
+from cqels_endpoint.query.kinds import R2S, QueryForm
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
@@ -101,6 +101,9 @@ class IncrementalEvaluator:
         self._closed = False
         self._snapshot_mappings: dict[tuple, dict[str, Term]] = {}  # the last snapshot's rows, decoded
         self._writer = BindingsWriter(dictionary, self.sink.schema)
+        self._template_writer = (
+            TemplateWriter(dictionary, self.sink.schema, query.template) if query.form == QueryForm.CONSTRUCT else None
+        )
         self.describe_cache: Callable[[StaticCache], list[str]] | None = None
 
     # ------------------------------------------------------------------ the Evaluator protocol
@@ -140,7 +143,7 @@ class IncrementalEvaluator:
         else:
             sign = 1 if r2s is R2S.ISTREAM else -1
             rows, decode_all = [row for row, s in changes if s == sign], self._decode_all
-        return IdRows(rows, decode_all, self._writer, self.release_decoded)
+        return IdRows(rows, decode_all, self._writer, self.release_decoded, self._template_writer)
 
     def evaluate_rows(self, tau: int) -> list[tuple[tuple, int]]:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of

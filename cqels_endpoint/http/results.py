@@ -115,9 +115,9 @@ def render_with(frame: Callable[[str, int], bytes], triple_format: MediaFormat |
 def emission_json(entry: Entry, triple_format: MediaFormat | None) -> str:
     """The JSON text of one emission, CONSTRUCT triples written in ``triple_format`` (None: N-Triples)."""
     emission = entry.emission
-    if emission.triples is not None and triple_format is not None and triple_format.syntax != ox.RdfFormat.N_TRIPLES:
+    if emission.constructed and triple_format is not None and triple_format.syntax != ox.RdfFormat.N_TRIPLES:
         data = emission.to_json()
-        data["triples"] = ox.serialize(emission.triples, format=triple_format.syntax).decode("utf-8")
+        data["triples"] = ox.serialize(emission.graph(), format=triple_format.syntax).decode("utf-8")
         return json.dumps(data, ensure_ascii=False)
     return emission.json_text()
 
