@@ -5,8 +5,10 @@ evaluated on machine numbers, reading a row's term ids directly.
 
 ``compile_numeric(expr, fallback)`` returns a :class:`NumericExpression` for an expression built
 only from variables, numeric and boolean constants, ``+ - * /``, unary ``- +``, ``= != < > <= >=``,
-``&& || !``, ``ROUND``/``FLOOR``/``CEIL``/``ABS``, ``BOUND``, ``IF`` and ``COALESCE`` (None for any
-other expression). Called on a row (a ``runtime.decoding.DecodedRow`` or a ``{name: term}``
+``&& || !``, ``ROUND``/``FLOOR``/``CEIL``/``ABS``, ``BOUND``, ``IF`` and ``COALESCE``, and the tests
+of a variable's term read from its id's type bits: ``isIRI``/``isURI``, ``isBlank``, ``isLiteral``,
+``isNumeric``, ``DATATYPE(?v) = <iri>`` and ``STR(?v) = "text"`` (with ``!=`` and ``sameTerm``)
+(None for any other expression). Called on a row (a ``runtime.decoding.DecodedRow`` or a ``{name: term}``
 mapping) it gives the same term, or raises the same ``ExpressionError``, as ``fallback`` — the
 interpreted closure of ``runtime.expressions`` for the same expression, which is its twin and its
 oracle (tests/runtime/test_compiled_expressions.py).
@@ -33,10 +35,11 @@ from libcpp.unordered_map cimport unordered_map
 
 from decimal import Decimal
 
-from pyoxigraph import Literal
+from pyoxigraph import BlankNode, Literal, NamedNode
 
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.decoding import DecodedRow
+from cqels_endpoint.runtime.encoding import decode_inline, inline_datatype
 from cqels_endpoint.runtime.functions import (
     FALSE,
     TRUE,
@@ -49,6 +52,7 @@ from cqels_endpoint.runtime.functions.values import ILL_TYPED, KIND_BOOLEAN, KIN
 from cqels_endpoint.runtime.functions.xsd import XSD_FLOAT
 from cqels_endpoint.terms import XSD_DOUBLE
 from cqels_endpoint.static_store.convert import constant_term
+from cqels_endpoint.terms import IRI, XSD_STRING
 from cqels_endpoint.terms import Literal as AstLiteral
 from cqels_endpoint.terms import Var
 
@@ -82,6 +86,10 @@ DEF TZ_BITS = 11
 DEF EXACT_DOUBLE = 1 << 53  # integers up to this magnitude are exact doubles
 DEF MAX_SCALE = 18
 DEF CACHE_LIMIT = 1 << 16
+# Dictionary id kinds (runtime.term_kinds.TermKind).
+DEF ID_IRI = 0
+DEF ID_BLANK_NODE = 1
+DEF ID_LITERAL = 2
 
 cdef int64_t NO_ID = INT64_MIN
 cdef int64_t[19] POW10
@@ -291,6 +299,103 @@ cdef class _Bound(_Node):
             position = frame.expression.positions[self.slot]
             return make_bool(position is not None and (<tuple>frame.row)[<Py_ssize_t>position] is not None)
         return make_bool(frame.mapping.get(self.name) is not None)
+
+
+cdef class _TermTest(_Node):
+    """A test of one variable's term: isIRI, isBlank, isLiteral, isNumeric (``test`` 0-3), or
+    ``DATATYPE(?v) = <text>`` / ``STR(?v) = "text"`` (4, 5; ``negate`` for ``!=``). The kind comes
+    from the id's type bits; an inline id's datatype and lexical form from its type bits and value,
+    kept by id; a dictionary literal is decoded once (``TermDecoder``)."""
+    cdef int slot, test
+    cdef bint negate
+    cdef object name, text
+    cdef dict answers  # id -> the answer (True/False), for tests 4 and 5
+
+    def __init__(self, name, int slot, int test, object text=None, bint negate=False):
+        self.name = name
+        self.slot = slot
+        self.test = test
+        self.text = text
+        self.negate = negate
+        self.answers = {}
+
+    cdef Value eval(self, _Frame frame):
+        cdef int64_t term_id
+        cdef int kind
+        if frame.row is None:
+            term = frame.mapping.get(self.name)
+            if term is None:
+                return make(K_ERROR)
+            return self.of_term(term)
+        position = frame.expression.positions[self.slot]
+        if position is None:
+            return make(K_ERROR)
+        item = (<tuple>frame.row)[<Py_ssize_t>position]
+        if item is None:
+            return make(K_ERROR)
+        term_id = item
+        if self.test >= 4:
+            answer = self.answers.get(term_id)
+            if answer is None:
+                answer = self.answer_of_id(term_id, frame.decoder)
+                if answer is None:
+                    return make(K_ERROR)
+                if len(self.answers) >= CACHE_LIMIT:
+                    self.answers.clear()
+                self.answers[term_id] = answer
+            return make_bool(answer)
+        if term_id < 0:  # an inline literal: numeric unless boolean or dateTime
+            kind = (term_id >> TYPE_SHIFT) & 0x1F
+            return make_bool(self.test == 2 or (self.test == 3 and kind != INLINE_BOOLEAN and kind != INLINE_DATETIME))
+        kind = (term_id >> TYPE_SHIFT) & 0x1F
+        if self.test == 0:
+            return make_bool(kind == ID_IRI)
+        if self.test == 1:
+            return make_bool(kind == ID_BLANK_NODE)
+        if self.test == 2:
+            return make_bool(kind == ID_LITERAL)
+        if kind != ID_LITERAL:
+            return make_bool(False)
+        return self.numeric(frame.expression.value_of_id(term_id, frame.decoder))
+
+    cdef Value numeric(self, Value v):
+        if is_numeric(v.kind):
+            return make_bool(True)
+        if v.kind == K_BOOL:
+            return make_bool(False)
+        return make(K_OTHER)  # ill-typed or another datatype: the interpreter decides
+
+    cdef Value of_term(self, term):
+        cdef type cls = type(term)
+        if self.test == 0:
+            return make_bool(cls is NamedNode)
+        if self.test == 1:
+            return make_bool(cls is BlankNode)
+        if self.test == 2:
+            return make_bool(cls is Literal)
+        if self.test == 3:
+            return self.numeric(value_of_term(term)) if cls is Literal else make_bool(False)
+        answer = self.answer_of_term(term)
+        return make(K_ERROR) if answer is None else make_bool(answer)
+
+    cdef object answer_of_id(self, int64_t term_id, decoder):
+        cdef int kind = (term_id >> TYPE_SHIFT) & 0x1F
+        if term_id < 0:
+            if self.test == 4:
+                return (inline_datatype(kind).value == self.text) != self.negate
+            return (decode_inline(term_id).value == self.text) != self.negate
+        if kind != ID_LITERAL and not (self.test == 5 and kind == ID_IRI):
+            return None
+        return self.answer_of_term(decoder.decode(term_id))
+
+    cdef object answer_of_term(self, term):
+        """True/False, or None for an error (DATATYPE of a non-literal, STR of a blank node)."""
+        cdef type cls = type(term)
+        if self.test == 4:
+            return None if cls is not Literal else (term.datatype.value == self.text) != self.negate
+        if cls is not Literal and cls is not NamedNode:
+            return None
+        return (term.value == self.text) != self.negate
 
 
 cdef class _Arithmetic(_Node):
@@ -752,6 +857,7 @@ cdef class NumericExpression:
 
 _COMPARISONS = {"=": 0, "!=": 1, "<": 2, ">": 3, "<=": 4, ">=": 5}
 _UNARY_BUILTINS = {"ROUND": 2, "FLOOR": 3, "CEIL": 4, "ABS": 5}
+_TERM_TESTS = {"ISIRI": 0, "ISURI": 0, "ISBLANK": 1, "ISLITERAL": 2, "ISNUMERIC": 3}
 
 
 cdef class _Builder:
@@ -774,6 +880,10 @@ cdef class _Builder:
                 return None
             return _Constant(term)
         if isinstance(expr, ast.BinaryOp):
+            if expr.op in ("=", "!="):
+                test = self.term_test(expr.left, expr.right, expr.op == "!=")
+                if test is not None:
+                    return test
             left = self.build(expr.left)
             right = self.build(expr.right) if left is not None else None
             if right is None:
@@ -800,8 +910,32 @@ cdef class _Builder:
             return self.builtin(expr.name.upper(), expr.args)
         return None
 
+    cdef _Node term_test(self, a, b, bint negate):
+        """``DATATYPE(?v) = <iri>`` or ``STR(?v) = "text"`` (either side first), else None."""
+        if not isinstance(a, ast.BuiltinCall):
+            a, b = b, a
+        if not isinstance(a, ast.BuiltinCall) or len(a.args) != 1 or not isinstance(a.args[0], Var):
+            return None
+        function = a.name.upper()
+        if function == "DATATYPE" and isinstance(b, IRI):
+            test, text = 4, b.value
+        elif function == "STR" and isinstance(b, AstLiteral) and b.language is None and b.datatype in (None, XSD_STRING):
+            test, text = 5, b.value
+        else:
+            return None
+        self.has_variable = True
+        name = a.args[0].name
+        return _TermTest(name, self.expression.slot(name), test, text, negate)
+
     cdef _Node builtin(self, str name, args):
         cdef list nodes
+        if name in _TERM_TESTS:
+            if len(args) != 1 or not isinstance(args[0], Var):
+                return None
+            self.has_variable = True
+            return _TermTest(args[0].name, self.expression.slot(args[0].name), _TERM_TESTS[name])
+        if name == "SAMETERM" and len(args) == 2:
+            return self.term_test(args[0], args[1], False)
         if name == "BOUND":
             if len(args) != 1 or not isinstance(args[0], Var):
                 return None

@@ -272,6 +272,11 @@ def _format_decimal(field: int) -> str:
     return f"{sign}{digits[:-scale]}.{digits[-scale:]}"
 
 
+def inline_datatype(code: int) -> ox.NamedNode | None:
+    """The datatype of the inline type ``code`` (an ``InlineType``); None if no inline type uses it."""
+    return _DATATYPES.get(code)
+
+
 def decode_inline_python(term_id: int) -> ox.Literal:
     """The literal an inline id stands for; ``ValueError`` if the id is not inline.
 
@@ -282,7 +287,7 @@ def decode_inline_python(term_id: int) -> ox.Literal:
         raise ValueError(msg)
     code = (term_id >> TYPE_SHIFT) & TYPE_MASK
     field = term_id & VALUE_MASK
-    datatype = _DATATYPES.get(code)
+    datatype = inline_datatype(code)
     if datatype is None:
         msg = f"term id {term_id} has inline type bits {code}, which no inline type uses"
         raise ValueError(msg)

@@ -10,14 +10,14 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyoxigraph import Literal, NamedNode
+from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime import expressions
 from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.expressions import ExpressionError, compile_expression, compile_filter
-from cqels_endpoint.terms import XSD, Var
+from cqels_endpoint.terms import IRI, XSD, Var
 from cqels_endpoint.terms import Literal as AstLiteral
 
 pytestmark = pytest.mark.skipif(not expressions.COMPILED, reason="CQELS_PURE_PYTHON=1: only the interpreter is built")
@@ -58,7 +58,9 @@ TERMS = st.one_of(
     st.integers(-(10**6), 10**6).map(lambda v: _literal(str(v), "integer")),
     st.floats(allow_nan=True, allow_infinity=True).map(lambda v: _literal(repr(v).replace("inf", "INF").replace("nan", "NaN"), "double")),
     st.sampled_from(DATETIMES).map(lambda v: _literal(v, "dateTime")),
-    st.sampled_from((Literal("abc"), Literal(""), NamedNode("http://example.org/a"))),
+    st.sampled_from((Literal("abc"), Literal(""), Literal("5"), Literal("abc", language="en"), NamedNode("http://example.org/a"),
+                     BlankNode("b1"), Triple(NamedNode("http://example.org/a"), NamedNode("http://example.org/p"), Literal("5")),
+                     _literal("abc", "date"), _literal("5", "string"))),
 )
 
 CONSTANTS = st.one_of(
@@ -82,7 +84,30 @@ def _extend(children):
         st.lists(children, min_size=1, max_size=3).map(lambda args: ast.BuiltinCall("COALESCE", tuple(args))),
         st.sampled_from(VARIABLES).map(lambda name: ast.BuiltinCall("BOUND", (Var(name),))),
         children.map(lambda child: ast.BuiltinCall("STR", (child,))),  # outside the subset: interpreted whole
+        st.tuples(st.sampled_from(TERM_TESTS), children).map(lambda t: ast.BuiltinCall(t[0], (t[1],))),
+        st.tuples(st.sampled_from(("=", "!=", "sameTerm")), st.sampled_from(VARIABLES), DATATYPE_OR_STR, st.booleans()).map(_term_test),
     )
+
+
+# Tests of a variable's term, compiled when their argument is a variable (interpreted otherwise).
+TERM_TESTS = ("isIRI", "isURI", "isBlank", "isLiteral", "isNumeric")
+COMPILED_DATATYPE_OR_STR = st.one_of(
+    st.tuples(st.just("DATATYPE"), st.sampled_from(("integer", "byte", "decimal", "double", "float", "boolean", "dateTime", "string", "date"))
+              .map(lambda name: IRI(XSD + name))),
+    st.tuples(st.just("DATATYPE"), st.just(IRI("http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"))),
+    st.tuples(st.just("STR"), st.sampled_from(("5", "abc", "", "1.5", "true", "http://example.org/a", "2013-01-01T00:00:00Z")).map(AstLiteral)),
+    st.tuples(st.just("STR"), st.sampled_from(("urn:5", "b1")).map(AstLiteral)),
+)
+DATATYPE_OR_STR = COMPILED_DATATYPE_OR_STR | st.just(("STR", AstLiteral("5", XSD + "integer")))  # typed: interpreted
+
+
+def _term_test(parts) -> ast.Expression:
+    op, name, (function, constant), flipped = parts
+    call = ast.BuiltinCall(function, (Var(name),))
+    left, right = (constant, call) if flipped else (call, constant)
+    if op == "sameTerm":
+        return ast.BuiltinCall("sameTerm", (left, right))
+    return ast.BinaryOp(op, left, right)
 
 
 EXPRESSIONS = st.recursive(LEAVES, _extend, max_leaves=8)
@@ -121,6 +146,38 @@ def test_compiled_expression_equals_interpreter(expr, rows):
     for row in rows:
         mapping = {name: term for name, term in row.items() if term is not None}
         expected = _outcome(twin, mapping)
+        assert _same(_outcome(compiled, mapping), expected), (expr, row)
+        assert _same(_outcome(compiled, _as_ids(row, dictionary)), expected), (expr, row)
+
+
+# Term tests on variables, alone and combined, over rows where every kind of term is common.
+NON_LITERALS = st.sampled_from((
+    NamedNode("http://example.org/a"), NamedNode("urn:5"), BlankNode("b1"),
+    Triple(NamedNode("http://example.org/a"), NamedNode("http://example.org/p"), Literal("5")),
+))  # fmt: skip
+TERM_TEST_ROWS = st.fixed_dictionaries({name: st.one_of(st.none(), TERMS, NON_LITERALS) for name in VARIABLES})
+TERM_TEST_EXPRESSIONS = st.recursive(
+    st.one_of(
+        st.tuples(st.sampled_from(TERM_TESTS), st.sampled_from(VARIABLES)).map(lambda t: ast.BuiltinCall(t[0], (Var(t[1]),))),
+        st.tuples(st.sampled_from(("=", "!=", "sameTerm")), st.sampled_from(VARIABLES), COMPILED_DATATYPE_OR_STR, st.booleans()).map(_term_test),
+    ),
+    lambda children: st.one_of(
+        st.tuples(st.sampled_from(("&&", "||", "=")), children, children).map(lambda t: ast.BinaryOp(t[0], t[1], t[2])),
+        children.map(lambda child: ast.UnaryOp("!", child)),
+    ),
+    max_leaves=3,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(TERM_TEST_EXPRESSIONS, st.lists(TERM_TEST_ROWS, min_size=1, max_size=4))
+def test_compiled_term_tests_equal_interpreter(expr, rows):
+    compiled = compile_expression(expr)
+    assert hasattr(compiled, "fallback")  # compiled, not interpreted
+    dictionary = TermDictionary()
+    for row in rows:
+        mapping = {name: term for name, term in row.items() if term is not None}
+        expected = _outcome(compiled.fallback, mapping)
         assert _same(_outcome(compiled, mapping), expected), (expr, row)
         assert _same(_outcome(compiled, _as_ids(row, dictionary)), expected), (expr, row)
 
