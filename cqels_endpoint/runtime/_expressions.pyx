@@ -237,6 +237,13 @@ cdef class _Frame:
     cdef object decoder
     cdef NumericExpression expression
 
+    cdef object id_at(self, int slot):
+        """The id the row binds at a variable slot (None: unbound, or no column of the row)."""
+        position = self.expression.positions[slot]
+        if position is None:
+            return None
+        return (<tuple>self.row)[<Py_ssize_t>position]
+
 
 cdef class _Node:
     cdef Value eval(self, _Frame frame):
@@ -268,10 +275,7 @@ cdef class _Variable(_Node):
         cdef int64_t term_id
         cdef Value v
         if frame.row is not None:
-            position = frame.expression.positions[self.slot]
-            if position is None:
-                return make(K_ERROR)
-            item = (<tuple>frame.row)[<Py_ssize_t>position]
+            item = frame.id_at(self.slot)
             if item is None:
                 return make(K_ERROR)
             term_id = item
@@ -296,8 +300,7 @@ cdef class _Bound(_Node):
 
     cdef Value eval(self, _Frame frame):
         if frame.row is not None:
-            position = frame.expression.positions[self.slot]
-            return make_bool(position is not None and (<tuple>frame.row)[<Py_ssize_t>position] is not None)
+            return make_bool(frame.id_at(self.slot) is not None)
         return make_bool(frame.mapping.get(self.name) is not None)
 
 
@@ -327,10 +330,7 @@ cdef class _TermTest(_Node):
             if term is None:
                 return make(K_ERROR)
             return self.of_term(term)
-        position = frame.expression.positions[self.slot]
-        if position is None:
-            return make(K_ERROR)
-        item = (<tuple>frame.row)[<Py_ssize_t>position]
+        item = frame.id_at(self.slot)
         if item is None:
             return make(K_ERROR)
         term_id = item
