@@ -8,6 +8,7 @@ holds Γ. The twin-or-compiled operators come from the package's loader (``opera
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -113,8 +114,8 @@ def build_operators(
                     node.conditions,
                     node.tie_break,
                     decoder,
-                    node.offset,
-                    node.limit,
+                    _slice_bound(node.offset),
+                    None if node.limit is None else _slice_bound(node.limit),
                     label(node, "top-k", source),
                     **context,
                 )
@@ -179,3 +180,9 @@ def _merged_condition(node: p.NegationNode, decoder: TermDecoder, context: dict)
     passes = compile_filter(node.condition, **context)
     positions = {name: i for i, name in enumerate(union_schema(node.left.schema, node.right.schema))}
     return lambda row: passes(DecodedRow(positions, row, decoder))
+
+
+def _slice_bound(value: int) -> int:
+    """An OFFSET or LIMIT the compiled top-k holds (offset + limit must fit a Py_ssize_t): no bag
+    has more rows than half of it, so a larger bound selects the same rows."""
+    return min(value, sys.maxsize // 2)

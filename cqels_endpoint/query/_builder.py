@@ -730,7 +730,9 @@ class AstBuilder:
                 "e.g. [RANGE 30s], [RANGE 1m SLIDE 10s], [NOW] or [TRIPLES 10]"
             )
             raise self._error_at(msg, _cover(self._token_span(keyword), stream.span))
-        if not any(isinstance(node, ast.TriplePattern) for node in walk(pattern)):
+        # A nested STREAM block was checked when built, so it holds a triple pattern: the walk stops
+        # there, which keeps nested blocks linear (walking each one to its bottom was quadratic).
+        if not any(isinstance(node, (ast.TriplePattern, ast.StreamPattern)) for node in walk(pattern)):
             raise self._error_at("a STREAM block needs at least one triple pattern", span)
         return ast.StreamPattern(stream, window, pattern, span=span)
 
@@ -784,7 +786,14 @@ class AstBuilder:
         count = int(token)
         if count < 1:
             raise self._error("a TRIPLES (COUNT) window needs at least 1 triple", token.start_pos, token.end_pos)
+        if count > MAX_WINDOW_TRIPLES:
+            msg = f"a TRIPLES (COUNT) window holds at most {MAX_WINDOW_TRIPLES} triples"
+            raise self._error(msg, token.start_pos, token.end_pos)
         return TriplesWindow(count)
+
+
+# A count the engine's 64-bit window states hold with room to spare (memory runs out long before).
+MAX_WINDOW_TRIPLES = 1 << 53
 
 
 def _string_value(token: Token) -> str:

@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+# The longest window the engine holds: 2**53 ms (about 285,000 years) keeps every event time plus a
+# window length inside the engine's 64-bit arithmetic (and exact in a double).
+MAX_DURATION_MS = 1 << 53
+
 _MS_PER_UNIT = {
     "ms": 1,
     "s": 1000,
@@ -57,8 +61,8 @@ _ISO = re.compile(
 def parse_duration(text: str) -> int:
     """Milliseconds of a DURATION token: ``"1h30m"`` → ``5_400_000``, ``"PT0.5S"`` → ``500``.
 
-    Raises ``ValueError`` (with a message fit for the user) when the text is not a duration or
-    is not a whole number of milliseconds.
+    Raises ``ValueError`` (with a message fit for the user) when the text is not a duration, is not
+    a whole number of milliseconds or is longer than ``MAX_DURATION_MS``.
     """
     lowered = text.strip().lower()
     total = Decimal(0)
@@ -81,5 +85,8 @@ def parse_duration(text: str) -> int:
             position = part.end()
     if total != total.to_integral_value():
         msg = f"{text!r} is not a whole number of milliseconds"
+        raise ValueError(msg)
+    if total > MAX_DURATION_MS:
+        msg = f"{text!r} is longer than the longest window the engine holds ({MAX_DURATION_MS} ms, about 285,000 years)"
         raise ValueError(msg)
     return int(total)

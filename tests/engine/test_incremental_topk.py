@@ -150,3 +150,16 @@ def test_expiring_rows_enter_and_leave_the_influence_region() -> None:
     # The re-sorting twin (CQELS_PURE_PYTHON=1) has no influence region: it never skips a tick.
     assert f"skipped_ticks={1 if COMPILED else 0}" in counters, counters
     engine.close()
+
+
+# Past a Py_ssize_t (the compiled top-k's counters; the builder clamps them) and within pyoxigraph's
+# u64, so the recompute oracle reads them too.
+@pytest.mark.parametrize("modifiers", [
+    "LIMIT 9223372036854775808", "OFFSET 18446744073709551615 LIMIT 2",
+    "ORDER BY ?n LIMIT 18446744073709551615", "ORDER BY DESC(?n) OFFSET 9223372036854775808",
+])  # fmt: skip
+def test_a_slice_bound_beyond_any_row_count_selects_what_sparql_does(modifiers):
+    events = [["push", STREAMS[0], t, f"<{EX}a{t}> <{EX}v> {t % 3} ."] for t in range(1, 6)] + [["advance", 20]]
+    query = f"PREFIX : <{EX}> SELECT ?a ?n WHERE {{ STREAM <{STREAMS[0]}> [RANGE 10ms] {{ ?a :v ?n }} }} {modifiers}"
+    logs = check(Scenario(query, "", events))
+    assert any(logs[mode, "RSTREAM"] for mode in ("incremental", "recompute"))
