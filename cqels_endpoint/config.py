@@ -19,10 +19,17 @@ field                    flag                       environment                 
 ``rebuild_debounce_ms``  ``--rebuild-debounce-ms``  ``CQELS_REBUILD_DEBOUNCE_MS``  200 ms
 ``stream_base``          ``--stream-base``          ``CQELS_STREAM_BASE``          ``urn:cqels:stream:``
 ``lateness_ms``          ``--lateness-ms``          ``CQELS_LATENESS_MS``          0 ms (no event may be late)
+``max_future_ms``        ``--max-future-ms``        ``CQELS_MAX_FUTURE_MS``        0 (no bound)
 ``threads``              ``--threads``              ``CQELS_THREADS``              64
 ``replay_buffer``        ``--replay-buffer``        ``CQELS_REPLAY_BUFFER``        1000 emissions per query
 ``subscriber_queue``     ``--subscriber-queue``     ``CQELS_SUBSCRIBER_QUEUE``     256 emissions per subscriber
 ``keepalive_s``          ``--keepalive-s``          ``CQELS_KEEPALIVE_S``          15 seconds
+``log_level``            ``--log-level``            ``CQELS_LOG_LEVEL``            ``INFO``
+``read_only``            ``--read-only``            ``CQELS_READ_ONLY``            off (writes allowed)
+``cors_origins``         ``--cors-origin``          ``CQELS_CORS_ORIGIN``          none (no CORS headers)
+``max_window_triples``   ``--max-window-triples``   ``CQELS_MAX_WINDOW_TRIPLES``   0 (no bound)
+``max_tick_rows``        ``--max-tick-rows``        ``CQELS_MAX_TICK_ROWS``        0 (no bound)
+``limit_action``         ``--limit-action``         ``CQELS_LIMIT_ACTION``         ``fail``
 =======================  =========================  =============================  =============================
 
 ``cache_engine`` computes the cached static sub-patterns of registered queries: ``spark`` on one
@@ -32,7 +39,9 @@ rebuilds the caches it touches once, ``rebuild_debounce_ms`` after the last chan
 
 ``lateness_ms`` is the lateness L of docs/ARCHITECTURE.md, "Windows and time": events up to that
 much older than their stream's latest one are buffered and released in timestamp order once the
-watermark passes them; older ones get a 409.
+watermark passes them; older ones get a 409. ``max_future_ms`` (0: off) bounds how far ahead of
+the server's wall clock an event may be; further ones get a 422. Unless ``memory``, every stream's
+clock is kept in ``data_dir`` (``streams.json``) and restored at start (``engine.clocks``).
 
 ``stream_base`` names the streams pushed to by a short name: ``POST /streams/rfid`` pushes to
 ``<stream_base>rfid`` (``POST /streams/<percent-encoded IRI>`` names any stream in full).
@@ -42,6 +51,17 @@ one for as long as it is open, so it bounds the concurrent subscribers (plus the
 Each query keeps its last ``replay_buffer`` emissions for ``Last-Event-ID`` resumes; a subscriber
 more than ``subscriber_queue`` emissions behind is disconnected; an idle stream gets a keep-alive
 every ``keepalive_s`` seconds (``http/results.py``).
+
+``max_window_triples`` bounds the triples of one window state, ``max_tick_rows`` the rows the
+operators of one continuous query produce in one evaluation (``runtime.limits``): past a bound the
+query fails (status ``failed`` in ``/queries``, an ``error`` event to its subscribers), or, with
+``limit_action`` ``shed``, a full window drops the new triples (counted); the process runs on.
+
+``log_level`` is the level of the server's logging (Python ``logging``); Spark's JVM and Py4J log
+through it too, never below WARNING (``spark/session.py``). ``read_only`` refuses every write
+(``/update``, ``/store`` writes, stream pushes, query registration and deletion, instances) with 403.
+``cors_origins`` are the browser origins (``https://app.example.org``, or ``*``) allowed to call the
+endpoint across origins; the flag repeats or takes a comma list; without one no CORS header is sent.
 
 >>> ServerConfig().max_body_bytes
 67108864
@@ -70,6 +90,11 @@ DEFAULT_THREADS = 64
 DEFAULT_REPLAY_BUFFER = 1000
 DEFAULT_SUBSCRIBER_QUEUE = 256
 DEFAULT_KEEPALIVE_S = 15.0
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+DEFAULT_LOG_LEVEL = "INFO"
+# "*", or a scheme, a host and an optional port: what a browser sends in its Origin header.
+_ORIGIN = re.compile(r"\*\Z|[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#]+\Z")
+LIMIT_ACTIONS = ("fail", "shed")
 
 
 @dataclass(frozen=True)
@@ -90,10 +115,17 @@ class ServerConfig:
     rebuild_debounce_ms: int = DEFAULT_REBUILD_DEBOUNCE_MS  # quiet time after a change before a rebuild
     stream_base: str = DEFAULT_STREAM_BASE  # the IRI a short stream name is appended to
     lateness_ms: int = 0  # how late (behind its stream's latest event) an event may arrive
+    max_future_ms: int = 0  # how far ahead of the wall clock an event may be; 0: no bound
     threads: int = DEFAULT_THREADS  # request threads; each open results stream holds one
     replay_buffer: int = DEFAULT_REPLAY_BUFFER  # emissions kept per query for Last-Event-ID
     subscriber_queue: int = DEFAULT_SUBSCRIBER_QUEUE  # emissions a subscriber may lag before it is dropped
     keepalive_s: float = DEFAULT_KEEPALIVE_S  # idle seconds before a results stream gets a keep-alive
+    log_level: str = DEFAULT_LOG_LEVEL  # one of LOG_LEVELS (any case)
+    read_only: bool = False  # True: every write is refused with 403
+    cors_origins: tuple[str, ...] = ()  # origins allowed across origins ("*": any); empty: CORS off
+    max_window_triples: int = 0  # triples one window state may hold; 0: no bound
+    max_tick_rows: int = 0  # rows one query's operators may produce in one evaluation; 0: no bound
+    limit_action: str = "fail"  # past a limit: "fail" the query, or "shed" a full window's new triples
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -117,10 +149,17 @@ class ServerConfig:
         if self.rebuild_debounce_ms < 0:
             msg = f"the rebuild debounce must be a non-negative number of milliseconds, not {self.rebuild_debounce_ms}"
             raise ValueError(msg)
-        for field_name, minimum in (("threads", 1), ("replay_buffer", 0), ("subscriber_queue", 1), ("lateness_ms", 0)):
+        for field_name, minimum in (
+            ("threads", 1), ("replay_buffer", 0), ("subscriber_queue", 1), ("lateness_ms", 0),
+            ("max_future_ms", 0),
+            ("max_window_triples", 0), ("max_tick_rows", 0),
+        ):
             if getattr(self, field_name) < minimum:
                 msg = f"{field_name} must be an integer of at least {minimum}, not {getattr(self, field_name)}"
                 raise ValueError(msg)
+        if self.limit_action not in LIMIT_ACTIONS:
+            msg = f"unknown limit action {self.limit_action!r}; use {' or '.join(LIMIT_ACTIONS)}"
+            raise ValueError(msg)
         if not self.keepalive_s > 0:
             msg = f"the keep-alive interval must be a positive number of seconds, not {self.keepalive_s}"
             raise ValueError(msg)
@@ -128,6 +167,16 @@ class ServerConfig:
             msg = f"the stream base {self.stream_base!r} is not an absolute IRI; give one like http://example.org/streams/"
             raise ValueError(msg)
         object.__setattr__(self, "data_dir", Path(self.data_dir))
+        if str(self.log_level).upper() not in LOG_LEVELS:
+            msg = f"unknown log level {self.log_level!r}; use one of {', '.join(LOG_LEVELS)}"
+            raise ValueError(msg)
+        object.__setattr__(self, "log_level", str(self.log_level).upper())
+        origins = tuple(o.strip().rstrip("/") for o in self.cors_origins)
+        for origin in origins:
+            if not _ORIGIN.match(origin):
+                msg = f"the CORS origin {origin!r} is not an origin; give one like https://app.example.org (or *)"
+                raise ValueError(msg)
+        object.__setattr__(self, "cors_origins", origins)
 
     @property
     def max_body_bytes(self) -> int:

@@ -5,12 +5,14 @@ per cache which graphs its sub-pattern reads (``caches.graphs.graphs_read``, com
 ``ChangeEvent`` of the store marks stale exactly the caches reading one of the changed graphs and
 schedules their query's rebuild after ``debounce_ms`` of quiet (at most ``MAX_WAIT_DEBOUNCES``
 debounce periods after the first change, so a steady stream of writes cannot starve it). One
-background worker builds the complete new rows with the configured ``CacheEngine`` and hands them
-to the engine's swap callback, which installs them under the engine's lock: all rebuilt caches of
-one query at once, never part of one. The operators turn the difference into +/- deltas at their
-next evaluation. A failed build leaves the old caches in place, is counted and logged (logger
-``cqels_endpoint.caches``) and retried with exponential backoff up to ``max_backoff_ms``; a new
-change event reschedules it after the debounce instead.
+background worker builds the complete new rows with the configured ``CacheEngine``, computes
+their difference from the rows installed (``caches.delta.bag_delta``, on terms, holding no lock)
+and hands it to the engine's swap callback, which applies it in bounded parts under short holds of
+the engine's lock and releases all rebuilt caches of one query together, never part of one: the
+operators send the difference as +/- deltas at their next evaluation. A failed build leaves the
+old caches in place and serving, is counted, logged (logger ``cqels_endpoint.caches``) and kept as
+``last_error``/``last_error_at_ms`` until a build succeeds, and retried with exponential backoff
+up to ``max_backoff_ms``; a new change event reschedules it after the debounce instead.
 
 Identical caches are built once: a cache is identified by its SELECT (``StaticCache.sparql``, which
 carries the query's FROM/FROM NAMED) and schema, and a build made from store version ``v`` serves
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.caches.delta import CacheDelta, bag_delta
 from cqels_endpoint.caches.engines import CacheBuild, CacheEngine
 from cqels_endpoint.caches.graphs import GraphsRead, graphs_read
 from cqels_endpoint.plan.nodes import StaticCache
@@ -52,7 +55,10 @@ class CacheState:
     """One static cache of one query: what it reads, how its content was built, and its history.
 
     ``version`` is the store version read just before its content was built (the content reflects
-    at least that version); ``stale`` says a later change it reads has not been swapped in yet.
+    at least that version); ``stale`` says a later change it reads has not been swapped in yet;
+    ``installing`` that a rebuild's difference is being applied; ``content`` the rows (of terms)
+    installed, which the next rebuild is diffed against; ``last_error``/``last_error_at_ms`` the
+    last failed build since the last one that succeeded.
     """
 
     query: str
@@ -69,6 +75,9 @@ class CacheState:
     rebuilds: int = 0
     failures: int = 0
     last_error: str | None = None
+    last_error_at_ms: int | None = None
+    installing: bool = False
+    content: list[tuple] = field(default_factory=list, repr=False)
 
     def stats(self) -> dict:
         return {
@@ -83,6 +92,9 @@ class CacheState:
             "rebuilds": self.rebuilds,
             "failures": self.failures,
             "last_error": self.last_error,
+            "last_error_at_ms": self.last_error_at_ms,
+            "last_error_at": None if self.last_error_at_ms is None else _iso(self.last_error_at_ms),
+            "installing": self.installing,
             "notes": list(self.notes),
         }
 
@@ -94,12 +106,13 @@ class CacheState:
         lines = [f"{self.rows} rows, {built}; reads {self.reads.describe()}"]
         lines.append(f"rebuilds={self.rebuilds} failures={self.failures} stale={self.stale}")
         if self.last_error:
-            lines.append(f"last error: {self.last_error}")
+            lines.append(f"last error at {_iso(self.last_error_at_ms)}: {self.last_error}")
         lines.extend(f"note: {note}" for note in self.notes)
         return lines
 
     def record(self, build: CacheBuild, version: int, duration_ms: float) -> None:
         self.engine, self.rows, self.version, self.notes = build.engine, len(build.rows), version, build.notes
+        self.content = build.rows
         self.built_at_ms = time.time_ns() // 1_000_000
         self.duration_ms = duration_ms
 
@@ -123,8 +136,8 @@ class _QueryCaches:
     removed: bool = False
 
 
-Swap = Callable[[str, list[tuple[CacheState, CacheBuild]]], bool]
-"""``swap(query, [(state, build)])`` installs the builds atomically; False if the query is gone."""
+Swap = Callable[[str, list[tuple[CacheState, CacheDelta]]], bool]
+"""``swap(query, [(state, delta)])`` applies the differences, released together; False if the query is gone."""
 
 
 # --------------------------------------------------------------------------- the manager
@@ -319,10 +332,19 @@ class CacheRebuilder:
             for state in todo:
                 build, duration = self._build(state.node, group.algebra, version)
                 results.append((state, build, duration))
-            swapped = self._swap(group.name, [(state, build) for state, build, _ in results])
         except Exception as error:  # any engine failure: keep the old caches and retry
             self._failed(group, todo, error)
             return
+        # Only this worker changes an installed cache's content, so it is diffed without a lock.
+        deltas = [(state, bag_delta(state.content, build.rows)) for state, build, _ in results]
+        self._installing(todo, True)
+        try:
+            swapped = self._swap(group.name, deltas)
+        except Exception as error:  # the rows were checked: only a bug gets here; seen and retried
+            self._failed(group, todo, error)
+            return
+        finally:
+            self._installing(todo, False)
         with self._cond:
             if not swapped:
                 return
@@ -330,17 +352,24 @@ class CacheRebuilder:
             for state, build, duration in results:
                 state.record(build, version, duration)
                 state.rebuilds += 1
-                state.last_error = None
+                state.last_error = state.last_error_at_ms = None
                 state.stale = state in group.dirty  # a change during the build is still to come
+
+    def _installing(self, states: list[CacheState], installing: bool) -> None:
+        with self._cond:
+            for state in states:
+                state.installing = installing
 
     def _failed(self, group: _QueryCaches, todo: list[CacheState], error: Exception) -> None:
         with self._cond:
             if group.removed:
                 return
             group.attempts += 1
+            now_ms = time.time_ns() // 1_000_000
             for state in todo:
                 state.failures += 1
                 state.last_error = f"{type(error).__name__}: {error}"
+                state.last_error_at_ms = now_ms
             delay = min(self.debounce_s * 2 ** (group.attempts - 1), self.max_backoff_s)
             delay = max(delay, 0.01)  # a zero debounce must not retry in a busy loop
             newer = bool(group.dirty)  # a change event during the build already scheduled a run

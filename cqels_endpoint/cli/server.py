@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, option, switch
@@ -44,6 +45,19 @@ def add_serve(commands) -> None:
         default=DEFAULT_MAX_BODY_MB, metavar="MIB",
     )
     switch(serve, "--allow-remote", "allow LOAD and SERVICE of remote IRIs (refused with 403 otherwise)")
+    switch(serve, "--read-only", "refuse every write (update, Graph Store writes, stream pushes, query "
+           "registration) with 403; reads and results streams stay open")
+    serve.add_argument(
+        "--cors-origin", action="append", metavar="ORIGIN",
+        help="let web pages from ORIGIN (https://app.example.org, or * for any) call the endpoint; repeat the "
+        "flag or give a comma list; without it no CORS header is sent [env CQELS_CORS_ORIGIN]",
+    )
+    from cqels_endpoint.config import DEFAULT_LOG_LEVEL, LOG_LEVELS
+
+    option(
+        serve, "--log-level", "the level of the server's log on standard error (Spark and Py4J log at WARNING "
+        "or above)", default=DEFAULT_LOG_LEVEL, type=str.upper, choices=LOG_LEVELS,
+    )
     switch(serve, "--demo", "load the demo data (examples/data) into an empty store and print curl examples")
     option(
         serve, "--cache-engine", "what computes the cached static sub-patterns of continuous queries: spark "
@@ -57,6 +71,10 @@ def add_serve(commands) -> None:
     )
     option(
         serve, "--lateness-ms", "accept events up to this much older than their stream's latest (reordered by time)",
+        type=int, default=0, metavar="MS",
+    )
+    option(
+        serve, "--max-future-ms", "refuse (422) events further ahead of the server's clock than this (0: no bound)",
         type=int, default=0, metavar="MS",
     )
     from cqels_endpoint.config import DEFAULT_KEEPALIVE_S, DEFAULT_REPLAY_BUFFER, DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_THREADS
@@ -77,6 +95,20 @@ def add_serve(commands) -> None:
         serve, "--keepalive-s", "send an idle results stream a keep-alive after this many seconds", type=float,
         default=DEFAULT_KEEPALIVE_S, metavar="SECONDS",
     )
+    from cqels_endpoint.config import LIMIT_ACTIONS
+
+    option(
+        serve, "--max-window-triples", "a continuous query's window may hold at most this many triples (0: no bound)",
+        type=int, default=0, metavar="N",
+    )
+    option(
+        serve, "--max-tick-rows", "a continuous query's operators may produce at most this many rows in one "
+        "evaluation, or the query fails (0: no bound)", type=int, default=0, metavar="N",
+    )
+    option(
+        serve, "--limit-action", "past --max-window-triples: fail the query (its subscribers get an error event) or "
+        "shed the new triples (counted in /queries and /metrics)", choices=LIMIT_ACTIONS, default="fail",
+    )
     from cqels_endpoint.config import DEFAULT_STREAM_BASE
 
     option(
@@ -91,12 +123,6 @@ def _serve(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from cqels_endpoint.config import ServerConfig
-    from cqels_endpoint.http.app import create_app
-    from cqels_endpoint.http.context import endpoint
-    from cqels_endpoint.http.demo import curl_examples, load_demo
-    from cqels_endpoint.http.queries import registry
-    from cqels_endpoint.http.server import serve
-    from cqels_endpoint.static_store import StaticStore
 
     try:
         config = ServerConfig(
@@ -113,16 +139,47 @@ def _serve(args: argparse.Namespace) -> int:
             spark_master=args.spark_master,
             rebuild_debounce_ms=args.rebuild_debounce_ms,
             lateness_ms=args.lateness_ms,
+            max_future_ms=args.max_future_ms,
             stream_base=args.stream_base,
             threads=args.threads,
             replay_buffer=args.replay_buffer,
             subscriber_queue=args.subscriber_queue,
             keepalive_s=args.keepalive_s,
+            log_level=args.log_level,
+            read_only=args.read_only,
+            cors_origins=_cors_origins(args.cors_origin),
+            max_window_triples=args.max_window_triples,
+            max_tick_rows=args.max_tick_rows,
+            limit_action=args.limit_action,
         )
     except ValueError as error:
         print(f"cqels serve: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Until the server listens (and ``serve`` takes the signals over), SIGTERM stops the start-up
+    # as Ctrl-C does: the store and the engine close on the way out, without a traceback.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _start_and_serve(config)
+    except KeyboardInterrupt:
+        print("cqels serve: stopped while starting", file=sys.stderr)
+        return EXIT_OK
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _start_and_serve(config) -> int:
+    from cqels_endpoint.http.app import create_app
+    from cqels_endpoint.http.context import endpoint
+    from cqels_endpoint.http.demo import curl_examples, load_demo
+    from cqels_endpoint.http.queries import registry
+    from cqels_endpoint.http.server import serve
+    from cqels_endpoint.static_store import StaticStore
+
     with StaticStore(config.store_path) as store:
         where = "in memory" if config.memory else f"in {config.data_dir.resolve()}"
         if config.demo:
@@ -147,11 +204,11 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"cqels serve: restored {restored} stored quer{'y' if restored == 1 else 'ies'} from {config.data_dir}",
                   flush=True)
         context = endpoint(app)
-        context.start()  # the SparkSession of --cache-engine spark starts while the server already answers
         try:
+            context.start()  # the SparkSession of --cache-engine spark starts while the server already answers
             serve(
                 app, config.host, config.port, max_body_bytes=config.max_body_bytes, threads=config.threads,
-                on_listen=listening,
+                on_listen=listening, on_stop=context.subscriptions.close,
             )
         except OSError as error:  # port taken, unknown host
             print(f"cqels serve: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
@@ -159,3 +216,11 @@ def _serve(args: argparse.Namespace) -> int:
         finally:
             context.close()
     return EXIT_OK
+
+
+def _cors_origins(flags: list[str] | None) -> tuple[str, ...]:
+    """The origins of every ``--cors-origin`` (each a comma list), else of ``CQELS_CORS_ORIGIN``."""
+    import os
+
+    given = flags if flags is not None else [os.environ.get("CQELS_CORS_ORIGIN", "")]
+    return tuple(origin.strip() for value in given for origin in value.split(",") if origin.strip())

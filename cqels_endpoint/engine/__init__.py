@@ -12,6 +12,7 @@ from cqels_endpoint.engine.emission import Emission, Row, Term
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.errors import UnknownQueryError
 from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 
 __all__ = [
     "R2S",
@@ -19,6 +20,8 @@ __all__ = [
     "Emission",
     "Engine",
     "Evaluator",
+    "LimitExceeded",
+    "Limits",
     "Mode",
     "QueryForm",
     "Row",

@@ -3,6 +3,10 @@
 ``ContinuousQuery`` is driven by the ``Engine`` (``core.py``): ``_on_event`` offers an event's
 triples to the query's window readers and evaluates, ``_on_advance`` evaluates at a time, and the
 deltas of Γ that its ``Evaluator`` returns become ``Emission``s held until ``_deliver``.
+
+A query that raises while the engine drives it (past one of its ``Limits``, say) *fails*: the
+engine stops it alone, releases its state and keeps it, with ``failure`` set to the error, until it
+is unregistered (``Engine.failed``); ``status`` is then ``"failed"``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ class ContinuousQuery:
     emitted: int = field(init=False, default=0)
     # Seconds the engine spent on each event (and advance) of this query: windows and evaluation.
     latency: LatencyHistogram = field(init=False, default_factory=LatencyHistogram)
+    # Why the engine stopped the query (it raised while driven), None while it runs.
+    failure: Exception | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.r2s, self.mode = R2S(self.r2s), Mode(self.mode)
@@ -75,6 +81,16 @@ class ContinuousQuery:
     @property
     def periodic(self) -> bool:
         return self.schedule is not None
+
+    @property
+    def status(self) -> str:
+        """``running``, or ``failed`` once the engine stopped it (``failure`` says why)."""
+        return "running" if self.failure is None else "failed"
+
+    @property
+    def shed(self) -> int:
+        """Triples its windows did not take because they were full (``Limits.max_window_triples``)."""
+        return sum(window.shed for window in self.windows)
 
     def subscribe(self, callback: Callable[[Emission], None], *, json_only: bool = False) -> Callable[[], None]:
         """Calls ``callback(emission)`` on every emission of this query; returns an unsubscribe function.
@@ -104,6 +120,8 @@ class ContinuousQuery:
         if self.schedule is not None:
             kind = f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
         lines = [f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"]
+        if self.shed:
+            lines.append(f"  {self.shed} triple(s) shed by full windows (max_window_triples)")
         for st, window in zip(self.patterns, self.windows):
             lines.append(
                 f"  window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
@@ -133,9 +151,8 @@ class ContinuousQuery:
         evaluator = self.evaluator
         for pattern_id, ids in self._routes[event.stream].route(event.ids):
             seq, expired = self.windows[pattern_id].offer(event.time, tau, event.arrival, seqs)
-            if seq is None:  # already out of the window at the query's clock
-                continue
-            evaluator.on_insert(pattern_id, ids, event.time, seq)
+            if seq is not None:  # None: already out of the window at the query's clock, or shed
+                evaluator.on_insert(pattern_id, ids, event.time, seq)
             for gone in expired:
                 evaluator.on_expire(pattern_id, gone)
         if self.schedule is None:

@@ -33,6 +33,7 @@ When a query is evaluated:
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time as _time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,8 +44,10 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.parameters import Template, bind_parameters, make_template, with_instance_table
 from cqels_endpoint.algebra.passes import optimize
 from cqels_endpoint.algebra.translate import to_algebra
+from cqels_endpoint.caches.delta import CacheDelta
 from cqels_endpoint.caches.engines import CacheBuild, CacheEngine
 from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
+from cqels_endpoint.engine.clocks import ClockStore
 from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
 from cqels_endpoint.engine.emission import Term
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
@@ -57,12 +60,15 @@ from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.runtime.encoding import TermDictionary
+from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.sharing import SharedWindows
 from cqels_endpoint.runtime.streams import Event, Streams, event_triples, to_millis
 from cqels_endpoint.spark import cache_engine as make_cache_engine
 from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.static_store.store import StaticStore
 from cqels_endpoint.terms import IRI
+
+log = logging.getLogger("cqels_endpoint.engine")
 
 
 def wall_clock_ms() -> int:
@@ -76,12 +82,20 @@ class Engine:
     ``store``: a ``static_store.StaticStore``, a ``pyoxigraph.Store`` (read through a wrapper, so
     writes made to it directly raise no change events) or None (no static data).
     ``lateness_ms``: how far behind its stream's latest timestamp an event may be
-    (docs/ARCHITECTURE.md, "Windows and time").
+    (docs/ARCHITECTURE.md, "Windows and time"); ``max_future_ms``: how far ahead of the arrival
+    clock an event may be (None: no bound; ``runtime.streams``). ``keep_clocks`` keeps the stream
+    clocks in a data directory across restarts.
     ``clock``: the arrival clock for events pushed without a time (wall clock by default;
     ``testing.ManualClock`` in tests). Thread-safe: calls are serialised by one lock.
     ``cache_engine``: what computes the static caches of incremental queries, "local" (pyoxigraph),
     "spark" or a ``caches.CacheEngine``; ``rebuild_debounce_ms``: how long the store must stay
-    quiet after a change before the caches reading it are rebuilt (``caches.rebuild``).
+    quiet after a change before the caches reading it are rebuilt (``caches.rebuild``);
+    ``cache_install_rows``: how many changed rows of a cache are applied per hold of the lock, so
+    that installing a large cache never holds up pushes for long (``_stage_caches``).
+    ``limits``: what one query may hold or compute (``runtime.limits.Limits``; none by default).
+    A query that goes past them, or raises otherwise while it is driven, fails alone: it is
+    stopped, its state released, its observers told (``observe``) and it is kept in ``failed``,
+    with its ``failure``, until ``unregister``; ``push`` and ``advance`` go on for the others.
     """
 
     def __init__(
@@ -92,16 +106,26 @@ class Engine:
         clock: Callable[[], int] | None = None,
         cache_engine: str | CacheEngine = "local",
         rebuild_debounce_ms: int = 200,
+        limits: Limits | None = None,
+        cache_install_rows: int = 1000,
+        max_future_ms: int | None = None,
     ):
+        if cache_install_rows < 1:
+            msg = f"cache_install_rows must be ≥ 1, not {cache_install_rows}"
+            raise ArgumentError(msg)
+        self.cache_install_rows = cache_install_rows
         self.store = _static_store(store)
+        self.limits = limits or Limits()
         # A cache engine made here from its name is this Engine's to close; one passed in is the caller's.
         self._owns_cache_engine = isinstance(cache_engine, str)
         if isinstance(cache_engine, str):
             cache_engine = make_cache_engine(cache_engine)
         self.caches = CacheRebuilder(self.store, cache_engine, self._swap_caches, rebuild_debounce_ms)
-        self.streams = Streams(lateness_ms)
+        self.streams = Streams(lateness_ms, max_future_ms)
+        self.clock_store: ClockStore | None = None  # keep_clocks: the clocks' files in a data directory
         self.clock = clock or wall_clock_ms
         self.queries: dict[str, ContinuousQuery] = {}
+        self.failed: dict[str, ContinuousQuery] = {}  # stopped by a failure, until unregistered
         self.dictionary = TermDictionary()
         self._lock = threading.RLock()
         self._seqs = itertools.count()
@@ -109,7 +133,7 @@ class Engine:
         self._static_changed = False
         self._registering: set[str] = set()  # names taken by registrations building their caches
         self._observers: list[Callable[[ContinuousQuery, bool], None]] = []
-        self.shared_windows = SharedWindows()
+        self.shared_windows = SharedWindows(self.limits)
         # Instance groups (instances.py): by (template, R2S, origin, epoch) while they take new
         # instances, and by name for their caches.
         self._instance_groups: dict[tuple, InstanceGroup] = {}
@@ -123,6 +147,19 @@ class Engine:
     @property
     def lateness_ms(self) -> int:
         return self.streams.lateness_ms
+
+    def keep_clocks(self, directory: object) -> int:
+        """Keeps every stream's clock in ``directory`` (``engine.clocks``) from now on, after putting
+        back the clocks and buffered events saved there; returns how many streams it restored.
+        Called once, before the first push (``ClockFileError`` for unreadable files)."""
+        with self._lock:
+            if self.clock_store is not None or self.streams.clocks:
+                msg = "keep_clocks is called once, before any stream is seen"
+                raise ArgumentError(msg)
+            store = ClockStore(directory, self.streams, self.dictionary)
+            restored = store.restore()
+            self.clock_store = store
+            return restored
 
     def register(
         self,
@@ -153,6 +190,7 @@ class Engine:
         # up the running queries; the query is not visible before they are installed.
         try:
             states, builds, version = self.caches.build(name, algebra, evaluator.caches)
+            self._stage_initial(evaluator, states, builds)
         except BaseException:
             with self._lock:
                 self._registering.discard(name)
@@ -160,7 +198,7 @@ class Engine:
             raise
         with self._lock:
             self._registering.discard(name)
-            self._adopt_caches(name, evaluator, states, builds)
+            self._adopt_caches(name, evaluator, states)
             windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
             query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms, windows)
             self.queries[name] = query
@@ -240,6 +278,7 @@ class Engine:
             self._registering.update(names)
         try:
             states, builds, version = self.caches.build(instance_group.name, algebra, instance_group.caches)
+            self._stage_initial(instance_group.evaluator, states, builds)
         except BaseException:
             with self._lock:
                 self._registering.difference_update(names)
@@ -247,7 +286,7 @@ class Engine:
             raise
         with self._lock:
             self._registering.difference_update(names)
-            self._adopt_caches(instance_group.name, instance_group.evaluator, states, builds)
+            self._adopt_caches(instance_group.name, instance_group.evaluator, states)
             # The windows are joined now, at the epoch the instances start (events may have come
             # during the build), as ``register`` joins them.
             instance_group.driver.windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
@@ -261,15 +300,20 @@ class Engine:
         self, group: str, template: Template, algebra: n.AlgebraQuery, r2s: R2S, patterns: list[StreamTriple], origin_ms: int | None
     ) -> InstanceGroup:
         """A group whose driver has no windows yet (``_register_shared`` joins them when it starts)."""
-        evaluator = IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
+        evaluator = IncrementalEvaluator(algebra, patterns, self.store, self.dictionary, self.limits.max_tick_rows)
         name = f"{group}#{next(self._group_numbers)}"
         driver = GroupDriver(name, template.text, algebra, r2s, Mode.INCREMENTAL, patterns, evaluator, origin_ms)
         return InstanceGroup(driver, self._drop_group)
 
-    def _adopt_caches(self, name: str, evaluator: Evaluator, states: list[CacheState], builds: list[CacheBuild]) -> None:
-        """Installs the initial builds of the caches of ``name`` (a query or an instance group)."""
+    def _stage_initial(self, evaluator: Evaluator, states: list[CacheState], builds: list[CacheBuild]) -> None:
+        """Stages the initial builds of a query not registered yet (``_adopt_caches`` releases them)."""
+        self._stage_caches(lambda: evaluator, [(state.operator, CacheDelta(build.rows, [])) for state, build in zip(states, builds)])
+
+    def _adopt_caches(self, name: str, evaluator: Evaluator, states: list[CacheState]) -> None:
+        """Releases the staged initial builds of the caches of ``name`` (a query or an instance
+        group), before its first evaluation. Under the lock."""
         if states:
-            evaluator.install_caches([(state.operator, build.rows) for state, build in zip(states, builds)])
+            evaluator.release_caches([state.operator for state in states])
             evaluator.describe_cache = lambda node: self.caches.describe(name, node.id)
 
     def _start_instances(self, instance_group: InstanceGroup, instances) -> list[ContinuousQuery]:
@@ -328,15 +372,38 @@ class Engine:
         return algebra, r2s, patterns
 
     def unregister(self, name: str) -> None:
-        """Stops the query ``name`` (``UnknownQueryError`` if there is none)."""
+        """Stops the query ``name``, or forgets it if it failed (``UnknownQueryError`` if there is none)."""
         with self._lock:
             query = self.queries.pop(name, None)
             if query is None:
+                if self.failed.pop(name, None) is not None:
+                    return  # stopped when it failed
                 raise UnknownQueryError(f"no continuous query is registered as {name!r}")
-            self.caches.forget(name)
-            query._close()
-            for observer in list(self._observers):
-                observer(query, False)
+            self._stop(query)
+
+    def _stop(self, query: ContinuousQuery) -> None:
+        self.caches.forget(query.name)
+        query._close()
+        for observer in list(self._observers):
+            observer(query, False)
+
+    def _fail(self, query: ContinuousQuery, error: Exception) -> None:
+        """``query`` raised ``error`` while driven: it stops alone (the instances of a shared plan
+        together), after what it emitted before is delivered."""
+        if isinstance(error, LimitExceeded):
+            log.warning("continuous query %r failed: %s", query.name, error)
+        else:
+            log.error("continuous query %r failed", query.name, exc_info=error)
+        failing = [query]
+        if isinstance(query, InstanceQuery):
+            group = query.view.group
+            failing = [q for q in self.queries.values() if isinstance(q, InstanceQuery) and q.view.group is group]
+        for failed in failing:
+            failed.failure = error
+            del self.queries[failed.name]
+            self.failed[failed.name] = failed
+            failed._deliver()  # what it emitted before still reaches its subscribers (their errors ignored: it stops anyway)
+            self._stop(failed)
 
     def observe(self, observer: Callable[[ContinuousQuery, bool], None]) -> Callable[[], None]:
         """Calls ``observer(query, True)`` for every query registered now and whenever one is
@@ -369,8 +436,9 @@ class Engine:
         first is applied. Events without a time get one arrival time. Returns the stream's latest
         timestamp after the batch.
 
-        Raises ``RdfSyntaxError``/``ValueError``/``TypeError`` (a bad event) or ``LateEventError``
-        (``index``: the first late event; every late one is counted); nothing was applied.
+        Raises ``RdfSyntaxError``/``ValueError``/``TypeError`` (a bad event, a time out of range:
+        ``runtime.streams.TimeRangeError``), ``LateEventError`` or ``FutureEventError`` (``index``:
+        the first refused event; every refused one is counted); nothing was applied.
         """
         # A stream with a clock was checked when it first came (checking builds an IRI, every push).
         iri = stream if type(stream) is str and stream in self.streams.clocks else _stream_iri(stream)
@@ -380,7 +448,12 @@ class Engine:
             now = self.clock()
             self._apply_static_change()
             batch = [(data, now if millis is None else millis) for data, millis in converted]
-            for event in self.streams.push_batch(iri, batch, now, encode=self.dictionary.encode_triples):
+            accepted: list[Event] = []
+            try:
+                released = self.streams.push_batch(iri, batch, now, encode=self.dictionary.encode_triples, accepted=accepted)
+            finally:  # accepted or refused (and counted): journaled before the events' ids are released
+                self._keep_clocks(lambda kept: kept.record(iri, accepted, released=bool(accepted)))
+            for event in released:
                 self._dispatch(event)
             latest = self.streams.clocks[iri].latest
             self._deliver()
@@ -389,15 +462,44 @@ class Engine:
     def reject_malformed(self, stream: object) -> None:
         """Counts a push to ``stream`` rejected before it reached the engine because its body or a
         timestamp did not parse (the HTTP layer parses bodies itself, to name the bad line)."""
+        iri = _stream_iri(stream)
         with self._lock:
-            self.streams.clock(_stream_iri(stream)).malformed_pushes += 1
+            self.streams.clock(iri).malformed_pushes += 1
+            self._keep_clocks(lambda kept: kept.record(iri))
+
+    def reset_clock(self, stream: object) -> int:
+        """Forgets the latest timestamp of ``stream`` (an operator's repair: the next event starts its
+        clock again, whatever its time); its buffered events are released first, in order, so no
+        accepted event is lost. Returns how many were released; ``UnknownStreamError`` for a stream
+        never seen. Counters stay."""
+        iri = _stream_iri(stream)
+        with self._lock:
+            self._apply_static_change()
+            released = self.streams.reset(iri)
+            self._keep_clocks(lambda kept: kept.record(iri, reset=True))
+            for event in released:
+                self._dispatch(event)
+            self._deliver()
+        return len(released)
+
+    def _keep_clocks(self, record: Callable[[ClockStore], None]) -> None:
+        """Journals a change of the stream clocks (``keep_clocks``), under the lock."""
+        if self.clock_store is None:
+            return
+        try:
+            record(self.clock_store)
+        except OSError:
+            # The change stands (its events are in the engine); only its record on disk failed.
+            log.exception("could not journal the stream clocks: a restart may reopen their past")
 
     def stream_stats(self, stream: object | None = None) -> list[dict]:
         """One dict per stream seen, in IRI order (only ``stream``'s, when given and seen):
-        ``stream``, ``events`` (accepted), ``late`` (events rejected as late), ``malformed`` (pushes
+        ``stream``, ``events`` (accepted), ``out_of_order`` (accepted though older than the stream's
+        latest: reordered within the lateness), ``late`` (events rejected as older than the
+        watermark), ``future`` (events rejected as too far ahead of the clock), ``malformed`` (pushes
         rejected as malformed), ``last_minute`` (events accepted in the last minute of the arrival
-        clock), ``latest`` and ``watermark`` (ms, None before the first event) and ``buffered``
-        (accepted, waiting for the watermark)."""
+        clock), ``latest`` and ``watermark`` (ms, None before the first event), ``lateness_ms`` and
+        ``buffered`` (accepted, waiting for the watermark)."""
         with self._lock:
             now = self.clock()
             if stream is None:
@@ -409,11 +511,14 @@ class Engine:
                 {
                     "stream": iri,
                     "events": clock.accepted_events,
+                    "out_of_order": clock.out_of_order_events,
                     "late": clock.late_events,
+                    "future": clock.future_events,
                     "malformed": clock.malformed_pushes,
                     "last_minute": clock.arrivals.count(now),
                     "latest": clock.latest,
                     "watermark": clock.watermark,
+                    "lateness_ms": clock.lateness_ms,
                     "buffered": clock.buffered,
                 }
                 for iri, clock in clocks
@@ -425,12 +530,20 @@ class Engine:
         millis = to_millis(time)
         with self._lock:
             self._apply_static_change()
-            for event in self.streams.advance(millis):
+            released = self.streams.advance(millis)
+            self._keep_clocks(lambda kept: kept.record_floor(millis))
+            for event in released:
                 self._dispatch(event)
             self._epoch += 1
             for query in list(self.queries.values()):
+                if query.failure is not None:  # failed with its shared plan during this advance
+                    continue
                 started = _time.perf_counter()
-                query._on_advance(millis, self._epoch)
+                try:
+                    query._on_advance(millis, self._epoch)
+                except Exception as error:  # one query's failure must not stop the others
+                    self._fail(query, error)
+                    continue
                 query.latency.observe(_time.perf_counter() - started)
             self._deliver()
 
@@ -461,11 +574,15 @@ class Engine:
         """Unregisters every query, stops listening to the static store, stops the rebuilds and
         releases the cache engine it made from a name (a Spark session)."""
         with self._lock:
-            for name in list(self.queries):
+            for name in [*self.queries, *self.failed]:
                 self.unregister(name)
             if self._unsubscribe_store is not None:
                 self._unsubscribe_store()
                 self._unsubscribe_store = None
+            if self.clock_store is not None:  # folds the journal, so the next start reads one file
+                self.clock_store.compact()
+                self.clock_store.close()
+                self.clock_store = None
         # Outside the lock: a rebuild under way may be waiting for it to swap (and is then dropped).
         self.caches.close()
         if self._owns_cache_engine:
@@ -477,9 +594,13 @@ class Engine:
         self._epoch += 1
         try:
             for query in list(self.queries.values()):
-                if event.stream in query.streams:
+                if event.stream in query.streams and query.failure is None:
                     started = _time.perf_counter()
-                    query._on_event(event, self._seqs, self._epoch)
+                    try:
+                        query._on_event(event, self._seqs, self._epoch)
+                    except Exception as error:  # one query's failure must not stop the others
+                        self._fail(query, error)
+                        continue
                     query.latency.observe(_time.perf_counter() - started)
         finally:
             # The windows took their own references to what they keep.
@@ -501,19 +622,55 @@ class Engine:
         self._static_changed = True
         self.caches.on_change(event)
 
-    def _swap_caches(self, name: str, builds: list[tuple[CacheState, CacheBuild]]) -> bool:
-        # The rebuild worker's installer: all of a query's rebuilt caches at once, between two
-        # evaluations; the operators emit the difference at the next one.
-        with self._lock:
+    def _swap_caches(self, name: str, changes: list[tuple[CacheState, CacheDelta]]) -> bool:
+        # The rebuild worker's installer. The differences are staged part by part, pushes and
+        # evaluations running in between on the caches as they were; then all of a query's rebuilt
+        # caches are released at once, and the operators emit the difference at the next evaluation.
+        operators = [state.operator for state, _ in changes]
+
+        def owner() -> Evaluator | None:
             query = self.queries.get(name)
             instance_group = self._groups_by_name.get(name)
             evaluator = query.evaluator if query is not None else instance_group.evaluator if instance_group is not None else None
             # The name may have been unregistered and taken again meanwhile: only its own caches.
             owned = {id(operator) for _, operator in evaluator.caches} if evaluator is not None else set()
-            if not all(id(state.operator) in owned for state, _ in builds):
+            return evaluator if all(id(operator) in owned for operator in operators) else None
+
+        try:
+            staged = self._stage_caches(owner, [(state.operator, delta) for state, delta in changes])
+        except BaseException:
+            # A part failed (memory, say): the caches go back to the rows the rebuilder diffed
+            # against, so that its retry starts from them.
+            with self._lock:
+                evaluator = owner()
+                if evaluator is not None:
+                    evaluator.discard_caches(operators)
+            raise
+        if not staged:
+            return False
+        with self._lock:
+            evaluator = owner()
+            if evaluator is None:
                 return False
-            evaluator.install_caches([(state.operator, build.rows) for state, build in builds])
+            evaluator.release_caches(operators)
             return True
+
+    def _stage_caches(self, owner: Callable[[], Evaluator | None], changes: list[tuple[object, CacheDelta]]) -> bool:
+        """Stages each ``(cache operator, delta)`` in parts of at most ``cache_install_rows`` rows,
+        each under one hold of the lock (the term dictionary is shared and not thread-safe, so rows
+        are encoded under it), letting waiting pushes run between parts. ``owner()``, called under
+        the lock, is the evaluator of the operators, or None once they are gone: then nothing more
+        is staged and the answer is False (the query's ``close`` released what was staged)."""
+        for operator, delta in changes:
+            for added, removed in delta.steps(self.cache_install_rows):
+                with self._lock:
+                    evaluator = owner()
+                    if evaluator is None:
+                        return False
+                    evaluator.stage_cache(operator, added, removed)
+                # Hands the GIL over, so that a push waiting for the lock takes it before the next part.
+                _time.sleep(0)
+        return True
 
     def _apply_static_change(self) -> None:
         if self._static_changed:
@@ -526,9 +683,9 @@ class Engine:
             name = register.name.value if isinstance(register.name, IRI) else str(register.name)
         if name is None:
             name = f"q{next(self._numbers)}"
-            while name in self.queries or name in self._registering:
+            while name in self.queries or name in self.failed or name in self._registering:
                 name = f"q{next(self._numbers)}"
-        if name in self.queries or name in self._registering:
+        if name in self.queries or name in self.failed or name in self._registering:
             msg = f"a continuous query named {name!r} is already registered: unregister it first or pick another name"
             raise ArgumentError(msg)
         return name
@@ -536,7 +693,7 @@ class Engine:
     def _evaluator(self, mode: Mode, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:
         if mode is Mode.RECOMPUTE:
             return RecomputeEvaluator(algebra, patterns, self.store, self.dictionary, name=name)
-        return IncrementalEvaluator(algebra, patterns, self.store, self.dictionary)
+        return IncrementalEvaluator(algebra, patterns, self.store, self.dictionary, self.limits.max_tick_rows)
 
 
 def _stream_iri(stream: object) -> str:

@@ -12,13 +12,20 @@ With a top-level ORDER BY (or LIMIT/OFFSET), the plan's ``OrderNode`` operator k
 order, and ``snapshot`` lists Γ in order — what the recompute oracle's SPARQL returns.
 
 Static caches are built by the engine's cache engine and rebuilt on the store's change events by
-``caches.rebuild``; the engine installs each build with ``install_caches`` between evaluations.
+``caches.rebuild``; the engine applies each build as its difference from the content installed
+(``stage_cache`` part by part, then ``release_caches``: docs/ARCHITECTURE.md, "Static data and
+caches"). ``install_caches`` replaces a cache's content whole (the instance table of a group).
 
 Term ids: a stream triple comes encoded (the engine encodes each event once,
 ``TermDictionary.encode_triples``) and its window buffer takes one dictionary reference per
 position of each copy; each cached mapping is encoded when its cache is installed; the references
 are dropped when the triple expires or the mapping leaves the cache — but only after the
 ``evaluate`` that reports the retraction has decoded it, so a -1 row can always be decoded.
+
+Rows per tick: an evaluation's size is the number of deltas the plan's operators emitted during it
+(the increase of the sum of their ``outputs`` counters, sources flushing included): ``tick_rows``
+after each evaluation, ``peak_tick_rows`` the largest so far. With ``max_tick_rows`` set, it is
+checked after each source has flushed and ``LimitExceeded`` raised past it (``runtime.limits``).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from cqels_endpoint.plan.explain import explain_plan
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.runtime.limits import LimitExceeded
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
@@ -75,11 +83,17 @@ class IncrementalEvaluator:
     (``PlanError`` for constructs without incremental operators yet); the static caches
     (``built.caches``) start empty until the engine installs their first build, before the query's
     first evaluation. ``describe_cache(node)``, set by the engine, gives the lines ``explain``
-    shows under a cache (its size, version, engine, rebuild history).
+    shows under a cache (its size, version, engine, rebuild history). ``max_tick_rows``: the
+    bound on the rows of one evaluation (module docstring), None for none.
     """
 
-    def __init__(self, query: n.AlgebraQuery, patterns: Sequence[StreamTriple], static: object, dictionary) -> None:
+    def __init__(
+        self, query: n.AlgebraQuery, patterns: Sequence[StreamTriple], static: object, dictionary, max_tick_rows: int | None = None
+    ) -> None:
         self.query = query
+        self.max_tick_rows = max_tick_rows
+        self.tick_rows = 0
+        self.peak_tick_rows = 0
         self.static = static
         self.dictionary = dictionary
         self.plan = compile_plan(query, patterns)
@@ -149,8 +163,16 @@ class IncrementalEvaluator:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
         self._tau = tau
+        operators = self.built.operators.values()
+        start = sum(op.outputs_emitted for op in operators)
+        bound = self.max_tick_rows
         for source in self.built.sources:
             source.on_punctuation(tau)
+            if bound is not None and (rows := sum(op.outputs_emitted for op in operators) - start) > bound:
+                msg = f"an evaluation at {tau} produced more than {bound} intermediate rows (max_tick_rows): {rows} so far"
+                raise LimitExceeded(msg)
+        self.tick_rows = sum(op.outputs_emitted for op in operators) - start
+        self.peak_tick_rows = max(self.peak_tick_rows, self.tick_rows)
         self.evaluations += 1
         taken = self.sink.take()
         if self._order is not None:
@@ -207,6 +229,27 @@ class IncrementalEvaluator:
         for operator, rows in encoded:
             # replace() takes over the reference each encode() returned.
             operator.replace(rows)
+
+    def stage_cache(self, operator: Any, added: Sequence[tuple], removed: Sequence[tuple]) -> None:
+        """One part of a change of the static cache ``operator`` (rows of pyoxigraph terms or None):
+        ``added`` rows enter, ``removed`` rows (in the cache) leave, at the evaluation after
+        ``release_caches``; until then evaluations see the cache as it was."""
+        encode, lookup = self.dictionary.encode, self.dictionary.lookup
+        operator.stage(
+            # stage() takes over the reference each encode() returned; a row leaving holds its own.
+            [tuple(None if term is None else encode(term) for term in row) for row in added],
+            [tuple(None if term is None else lookup(term) for term in row) for row in removed],
+        )
+
+    def release_caches(self, operators: Sequence[Any]) -> None:
+        """The changes staged in ``operators`` enter the plan together with the next evaluation."""
+        for operator in operators:
+            operator.release_staged()
+
+    def discard_caches(self, operators: Sequence[Any]) -> None:
+        """Undoes the changes staged in ``operators`` (their install failed part way)."""
+        for operator in operators:
+            operator.discard_staged()
 
     def explain(self) -> str:
         """The physical plan with each operator's live counters, and the size of Γ."""

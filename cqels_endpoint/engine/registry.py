@@ -8,9 +8,17 @@ metrics. The instances of one template created together (no event in between) ar
 one operator graph (``engine.instances``).
 
 **Persistence.** After every change the stored queries and instances are written to the file (a
-temporary file renamed over the old one: a crash leaves the old or the new file, never half of
-one), and ``restore`` starts them again. A stored query that no longer registers (after an
-upgrade, say) is kept with status ``failed`` and its error, never dropped.
+temporary file, synced, renamed over the old one, then the directory synced: a crash, even of the
+machine, leaves the old or the new file, never half of one), and ``restore`` starts them again. A
+stored query that no longer registers (after an upgrade, say) is kept with status ``failed`` and
+its error, never dropped. The file replaced is kept as ``queries.json.bak`` (a hard link: no copy).
+A file that cannot be read at start-up (edited by hand, damaged on disk) does not stop the server,
+which would only fail again at every restart: it is moved to ``queries.json.corrupt``, the backup is
+restored in its place (without the last change) or, lacking one, no query, and the log says which.
+
+**Failures.** A started query the engine stopped while it ran (past its ``Limits``: ``Engine``) is
+kept with status ``failed`` and ``reason`` until it is deleted; it is stored as before, so a restart
+starts it again.
 """
 
 from __future__ import annotations
@@ -74,9 +82,17 @@ class StoredQuery:
 
     @property
     def status(self) -> str:
-        if self.error is not None:
+        if self.reason is not None:
             return "failed"
         return "template" if self.template is not None else "running"
+
+    @property
+    def reason(self) -> str | None:
+        """Why it failed: it did not start again on restore, or the engine stopped it since."""
+        if self.error is not None:
+            return self.error
+        failure = None if self.query is None else self.query.failure
+        return None if failure is None else str(failure)
 
 
 class QueryRegistry:
@@ -208,15 +224,36 @@ class QueryRegistry:
         if self.path is None or not self.path.exists():
             return 0
         try:
-            document = json.loads(self.path.read_text("utf-8"))
-            entries = document["queries"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            msg = f"cannot read the stored queries in {self.path}: {error}; fix or move the file"
-            raise CqelsError(msg) from error
+            entries = _entries(self.path)
+            damaged = False
+        except OSError as error:  # not the content: unreadable to this user, a failing disk
+            raise CqelsError(f"cannot read the stored queries in {self.path}: {error}") from error
+        except (ValueError, KeyError, TypeError) as error:
+            entries, damaged = self._set_aside(error), True
         with self._lock:
             for entry in entries:
                 self._restore(entry)
+            if damaged:
+                self._save()
         return len(entries)
+
+    def _set_aside(self, error: Exception) -> list[dict]:
+        """Moves the unreadable file aside; the entries of its backup, or none."""
+        aside = self.path.with_name(self.path.name + ".corrupt")
+        os.replace(self.path, aside)
+        backup = self.path.with_name(self.path.name + ".bak")
+        try:
+            entries = _entries(backup)
+        except FileNotFoundError:
+            log.error("cannot read the stored queries in %s (%s): moved to %s; no backup, no query restored", self.path, error, aside)
+            return []
+        except (ValueError, KeyError, TypeError) as backup_error:
+            log.error("cannot read the stored queries in %s (%s) nor its backup %s (%s): moved to %s; no query restored",
+                      self.path, error, backup, backup_error, aside)
+            return []
+        log.error("cannot read the stored queries in %s (%s): moved to %s; restored its backup %s, "
+                  "which misses the last change made before it", self.path, error, aside, backup)
+        return entries
 
     def _restore(self, entry: dict) -> None:
         name, instances = entry["name"], entry.get("instances", [])
@@ -260,6 +297,11 @@ class QueryRegistry:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
+        if self.path.exists():  # the file replaced becomes the backup, renamed into place whole
+            linked = self.path.with_name(self.path.name + ".bak.tmp")
+            linked.unlink(missing_ok=True)
+            os.link(self.path, linked)
+            os.replace(linked, self.path.with_name(self.path.name + ".bak"))
         os.replace(temporary, self.path)
         # The rename itself is durable only once the directory is synced.
         directory = os.open(self.path.parent, os.O_RDONLY)
@@ -267,3 +309,12 @@ class QueryRegistry:
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+def _entries(path: Path) -> list[dict]:
+    """The stored queries of a file written by ``_save``; ``ValueError``, ``KeyError`` or
+    ``TypeError`` for anything else (``FileNotFoundError`` when there is none)."""
+    entries = json.loads(path.read_text("utf-8"))["queries"]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("text"), str) for e in entries):
+        raise ValueError("expected a list of queries, each with a name and a text")
+    return entries

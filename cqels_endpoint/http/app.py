@@ -6,13 +6,14 @@ one continuous engine.
 | ``/query``, ``/sparql`` | GET, POST | ``query.py`` — SPARQL 1.1 Protocol query |
 | ``/update`` | POST | ``update.py`` — SPARQL 1.1 Protocol update |
 | ``/store``, ``/store/…`` | GET HEAD PUT POST DELETE | ``graph_store.py`` — Graph Store Protocol |
-| ``/streams/{name}``, ``/streams`` | POST, GET | ``streams.py`` — push events, list streams |
+| ``/streams/{name}``, ``/streams``, ``/streams/{name}/clock`` | POST GET DELETE | ``streams.py`` — push, list, reset a clock |
 | ``/queries/{name}/results`` | GET | ``results.py`` — emissions as Server-Sent Events or NDJSON |
 | ``/queries``, ``/queries/{name}``, ``/queries/{name}/instances`` | GET PUT DELETE POST | ``queries.py`` — stored queries, parameters, instances |
 | ``/health`` | GET | here |
 | ``/metrics`` | GET | ``metrics.py`` — Prometheus text exposition |
 
-Errors are JSON (``errors.py``); writes need the bearer token when one is configured (``auth.py``).
+Errors are JSON (``errors.py``); writes need the bearer token when one is configured and are refused
+in read-only mode (``auth.py``); CORS headers only for configured origins (``cors.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from __future__ import annotations
 from flask import Flask, Response, jsonify
 
 from cqels_endpoint.config import ServerConfig
-from cqels_endpoint.engine import Engine
+from cqels_endpoint.engine import Engine, Limits
 from cqels_endpoint.engine.registry import FILE_NAME as QUERIES_FILE
 from cqels_endpoint.http import fast, graph_store, metrics, queries, query, results, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
+from cqels_endpoint.http.cors import CorsMiddleware
 from cqels_endpoint.http.errors import register_error_handlers
 from cqels_endpoint.spark import cache_engine
 from cqels_endpoint.spark.job import SparkCacheEngine
@@ -56,6 +58,8 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
     app.register_blueprint(queries.blueprint)
     app.add_url_rule("/health", "health", _health, methods=["GET"])
     fast.install(app, store, config)
+    if config.cors_origins:  # outermost: it answers preflights and marks the fast path's answers too
+        app.wsgi_app = CorsMiddleware(app.wsgi_app, config.cors_origins)
     # The stored queries start again now, before the app serves its first event.
     queries.install(app, endpoint(app).engine, None if config.memory else config.data_dir / QUERIES_FILE)
     return app
@@ -65,7 +69,10 @@ def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -
     if engine is not None:
         return Endpoint(store, config, engine, owns_engine=False)
     caches = cache_engine(config.cache_engine, config.spark_master, start=False)
-    engine = Engine(store, config.lateness_ms, cache_engine=caches, rebuild_debounce_ms=config.rebuild_debounce_ms)
+    limits = Limits(config.max_window_triples or None, config.max_tick_rows or None, config.limit_action)
+    engine = Engine(
+        store, config.lateness_ms, cache_engine=caches, rebuild_debounce_ms=config.rebuild_debounce_ms, limits=limits
+    )
     return Endpoint(store, config, engine, spark=caches.session_holder if isinstance(caches, SparkCacheEngine) else None)
 
 

@@ -1,6 +1,7 @@
-"""Bearer-token protection of writes; reads stay open.
+"""Bearer-token protection of writes, and read-only mode; reads stay open.
 
-With ``auth_token`` configured, every write (``/update``, ``/store`` PUT/POST/DELETE, stream
+With ``read_only`` configured, every write is refused with 403 (whatever the token). With
+``auth_token`` configured, every write (``/update``, ``/store`` PUT/POST/DELETE, stream
 pushes, query registration and deletion, instances) needs ``Authorization: Bearer <token>``;
 otherwise 401 with a ``WWW-Authenticate`` challenge (RFC 6750), before the view looks anything up
 (so a missing query or graph is not revealed). Tokens are compared in constant time.
@@ -15,7 +16,12 @@ from collections.abc import Callable
 from flask import Response, abort, request
 
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.errors import unauthorized
+from cqels_endpoint.http.errors import forbidden, unauthorized
+
+READ_ONLY_MESSAGE = (
+    "this server is read-only (started with --read-only): {method} {path} would write and is refused; "
+    "queries, Graph Store reads, GET /streams, /queries and results streams still work"
+)
 
 
 def denial_reason(authorization: str | None, token: str | None) -> tuple[str, bool] | None:
@@ -32,8 +38,11 @@ def denial_reason(authorization: str | None, token: str | None) -> tuple[str, bo
 
 
 def write_denial() -> Response | None:
-    """The 401 response for the current request, or None when it may write."""
-    reason = denial_reason(request.headers.get("Authorization"), endpoint().config.auth_token)
+    """The 403 (read-only server) or 401 response for the current request, or None when it may write."""
+    config = endpoint().config
+    if config.read_only:
+        return forbidden(READ_ONLY_MESSAGE.format(method=request.method, path=request.path))
+    reason = denial_reason(request.headers.get("Authorization"), config.auth_token)
     if reason is None:
         return None
     message, invalid_token = reason
@@ -41,7 +50,7 @@ def write_denial() -> Response | None:
 
 
 def require_write_access() -> None:
-    """Abort with 401 unless the current request may write."""
+    """Abort with 403 or 401 unless the current request may write."""
     denial = write_denial()
     if denial is not None:
         abort(denial)

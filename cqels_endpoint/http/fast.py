@@ -121,6 +121,7 @@ class ProtocolFastPath:
         if (
             environ.get("QUERY_STRING")
             or not _is_utf8_body(environ, "application/sparql-update")
+            or self._config.read_only  # the route answers 403
             or denial_reason(environ.get("HTTP_AUTHORIZATION"), self._config.auth_token) is not None
             or not 0 <= _content_length(environ) <= self._config.max_body_bytes
         ):

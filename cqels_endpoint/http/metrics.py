@@ -90,14 +90,14 @@ def cache_families(context: Endpoint) -> list[Family]:
 def stream_families(context: Endpoint) -> list[Family]:
     """Per stream IRI: events accepted, rejections by reason, latest timestamp and watermark."""
     stats = context.engine.stream_stats()
-    rejected = [({"stream": s["stream"], "reason": "late"}, s["late"]) for s in stats]
-    rejected += [({"stream": s["stream"], "reason": "malformed"}, s["malformed"]) for s in stats]
+    rejected = [({"stream": s["stream"], "reason": reason}, s[reason]) for reason in ("late", "future", "malformed") for s in stats]
     return [
         Family("cqels_stream_events_ingested_total", "counter", "Events accepted on the stream.",
                [({"stream": s["stream"]}, s["events"]) for s in stats]),
         Family("cqels_stream_events_rejected_total", "counter",
-               "Rejections on the stream: reason=late counts late events, reason=malformed pushes whose body or "
-               "timestamps did not parse (each rejected whole).", rejected),
+               "Rejections on the stream: reason=late counts late events, reason=future events further ahead of "
+               "the server clock than --max-future-ms, reason=malformed pushes whose body or timestamps did not "
+               "parse (each rejected whole).", rejected),
         Family("cqels_stream_latest_timestamp_seconds", "gauge", "Latest event timestamp of the stream.",
                [({"stream": s["stream"]}, s["latest"] / 1000) for s in stats if s["latest"] is not None]),
         Family("cqels_stream_watermark_seconds", "gauge",
@@ -141,6 +141,12 @@ def query_families(context: Endpoint) -> list[Family]:
                [({"query": q.name}, q.evaluations) for q in running]),
         Family("cqels_query_emissions_total", "counter", "Emissions of the continuous query.",
                [({"query": q.name}, q.emitted) for q in running]),
+        Family("cqels_query_shed_triples_total", "counter",
+               "Stream triples the query's full windows did not take (max_window_triples, limit action shed).",
+               [({"query": q.name}, q.shed) for q in running]),
+        Family("cqels_queries_failed", "gauge",
+               "Continuous queries the engine stopped because they failed (past their limits), until deleted.",
+               [({}, len(engine.failed))]),
         Family("cqels_query_event_latency_seconds", "histogram",
                "Time the engine spent on one event (or advance) for the query: windows and evaluation.", latency),
         Family("cqels_window_states", "gauge",

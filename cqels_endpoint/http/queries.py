@@ -5,7 +5,8 @@ The registry itself (templates, instances, the ``queries.json`` file) is the eng
 
 | path | verbs | what |
 |---|---|---|
-| ``/queries`` | GET | every stored query: name, status, R2S, mode, parameters, instances, emissions |
+| ``/queries`` | GET | every stored query: name, status (``running``, ``template``, ``failed`` + ``error``), R2S, mode, emissions… |
+| ``/queries`` | GET | … and ``cache_errors``: its static caches whose last rebuild failed (error, time), still serving their previous build |
 | ``/queries/{name}`` | PUT | store and start a query (``application/sparql-query``; ``?r2s=``, ``?mode=``, ``?parameter=``…); 201, 409 if taken |
 | ``/queries/{name}`` | GET | its text, R2S, mode, status, parameters, instances, ``explain`` with counters, emission counts |
 | ``/queries/{name}`` | DELETE | stop it and every instance; 204 |
@@ -23,6 +24,11 @@ Every parameter must be bound, nothing else may be. An instance is named ``{name
 ``explain`` of an instance shows the plan its batch shares, or why its template needs a plan per
 instance. Unless the server keeps its store in memory, the stored queries are kept in
 ``queries.json`` in the data directory and started again before the server accepts a request.
+
+**Failures.** A query the engine stopped (past its limits, ``runtime.limits``) shows ``"status":
+"failed"`` and the reason in ``"error"``, here and for its instances, until it is deleted; its
+results subscribers got an ``error`` event (``results.py``). ``"shed"`` counts the triples its
+full windows did not take (``--limit-action shed``).
 """
 
 from __future__ import annotations
@@ -156,7 +162,7 @@ def _check_name(name: str) -> None:
 
 
 def _counts(query: ContinuousQuery) -> dict:
-    return {"evaluations": query.evaluations, "emissions": query.emitted}
+    return {"evaluations": query.evaluations, "emissions": query.emitted, "shed": query.shed}
 
 
 def _summary(stored: StoredQuery) -> dict:
@@ -168,14 +174,37 @@ def _summary(stored: StoredQuery) -> dict:
         "parameters": list(stored.params),
         "instances": len(stored.instances),
     }
+    if stored.reason is not None:
+        summary["error"] = stored.reason
     if stored.query is not None:
         summary |= _counts(stored.query)
+    summary["cache_errors"] = _cache_errors(stored.name)
     return summary
 
 
+def _cache_errors(name: str) -> list[dict]:
+    """The static caches of query ``name`` (of its instances' shared plans ``name#k`` and own
+    plans ``name/instance`` too) whose last rebuild failed: each still serves its previous build,
+    from store ``version``, until a rebuild succeeds and clears its entry."""
+    return [
+        {
+            "query": stats["query"],
+            "cache": stats["cache"],
+            "error": stats["last_error"],
+            "at": stats["last_error_at"],
+            "failures": stats["failures"],
+            "version": stats["version"],
+        }
+        for stats in endpoint().engine.cache_stats()
+        if stats["last_error"] is not None and (stats["query"] == name or stats["query"].startswith((f"{name}#", f"{name}/")))
+    ]
+
+
 def _details(stored: StoredQuery) -> dict:
-    details = _summary(stored) | {"text": stored.text, "error": stored.error}
-    details["explain"] = None if stored.query is None else endpoint().engine.explain(stored.name)
+    details = _summary(stored) | {"text": stored.text, "error": stored.reason}
+    # A failed query's plan is released: nothing to explain.
+    running = stored.query is not None and stored.query.failure is None
+    details["explain"] = endpoint().engine.explain(stored.name) if running else None
     instances = list(stored.instances.values())
     details["instances"] = [_instance(stored.name, i, explain=False) for i in instances]
     # How many window states the instances keep between them (runtime.sharing): one per stream
@@ -191,6 +220,9 @@ def _details(stored: StoredQuery) -> dict:
 def _instance(name: str, instance: Instance, *, explain: bool) -> dict:
     query = instance.query
     result = {"name": instance.name, "query": query.name, "bindings": instance.bindings, "r2s": query.r2s} | _counts(query)
-    if explain:
+    result["status"] = query.status
+    if query.failure is not None:
+        result["error"] = str(query.failure)
+    elif explain:
         result["explain"] = endpoint().engine.explain(query.name)
     return result

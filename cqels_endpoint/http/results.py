@@ -26,6 +26,11 @@ emission (the query was registered anew) gets the live emissions and a comment s
 A client that falls ``subscriber_queue`` emissions behind is disconnected (logged on
 ``cqels_endpoint.http``, counted in ``/metrics``); ingestion never waits for a client. Unknown
 query: 404. The name may contain ``/`` (instances ``template/instance``).
+
+A query the engine stops because it failed (past its limits: docs/ARCHITECTURE.md, "Limits") ends
+its streams with one error object after its last emission, then closes them: ``event: error`` with
+``data: {"query": …, "error": "<reason>"}`` in SSE, the same object as an NDJSON line. Subscribing
+to it afterwards gets a 409 naming the reason (until it is deleted and stored again).
 """
 
 from __future__ import annotations
@@ -40,10 +45,10 @@ from flask import Blueprint, Response, request
 
 from cqels_endpoint.engine import UnknownQueryError
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.errors import bad_request, not_acceptable, not_found
+from cqels_endpoint.http.errors import bad_request, error_response, not_acceptable, not_found
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
 from cqels_endpoint.http.server import CLOSE_CONNECTION
-from cqels_endpoint.http.subscriptions import Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
+from cqels_endpoint.http.subscriptions import FAILED, Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
 from cqels_endpoint.static_store import GRAPH_FORMATS, MediaFormat
 
 blueprint = Blueprint("results", __name__)
@@ -78,6 +83,9 @@ def results(name: str) -> Response:
     try:
         hub = subscriptions.hub(name)
     except UnknownQueryError as error:
+        failed = context.engine.failed.get(name)
+        if failed is not None:
+            return error_response(409, f"query {name!r} failed: {failed.failure}; DELETE it and PUT it again to restart it")
         return not_found(f"{error.args[0]}; register it with PUT /queries/{{name}}")
     triple_format = None
     if hub.query.form == "CONSTRUCT":
@@ -131,6 +139,11 @@ def _ndjson_line(text: str, seq: int) -> bytes:
     return (text + "\n").encode()
 
 
+def _error(query: str, message: str, ndjson: bool) -> bytes:
+    text = json.dumps({"query": query, "error": message}, ensure_ascii=False)
+    return (text + "\n").encode() if ndjson else f"event: error\ndata: {text}\n\n".encode()
+
+
 def _comment(text: str) -> bytes:
     return "".join(f": {line}\n" for line in text.splitlines()).encode() + b"\n"
 
@@ -151,7 +164,9 @@ class _Stream:
     def run(self, replay: list[Entry], gap: Gap | None, after: int | None, render: Callable[[Entry], bytes], ndjson: bool) -> Iterator[bytes]:
         try:
             # The first write sends the headers: the client knows it is subscribed from here on.
-            yield b"" if ndjson else _comment(self._greeting(gap, after))
+            # NDJSON has no comments, so it opens with a keep-alive (an empty line): waitress sends
+            # nothing, headers included, for an empty write.
+            yield b"\n" if ndjson else _comment(self._greeting(gap, after))
             for entry in replay:
                 yield render(entry)
             last_write = time.monotonic()
@@ -159,7 +174,9 @@ class _Stream:
                 try:
                     entry = self.subscriber.next(timeout=_POLL_S)
                 except SubscriptionEnded as ended:
-                    if not ndjson:
+                    if ended.reason == FAILED:
+                        yield _error(self.hub.name, ended.message, ndjson)
+                    elif not ndjson:
                         yield _comment(f"stream ended by the server: {ended.message}")
                     return
                 if entry is not None:

@@ -10,12 +10,13 @@ b'hi'
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 
+from waitress import trigger, wasyncore
 from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer, create_server
 from waitress.task import WSGITask
@@ -25,6 +26,12 @@ from cqels_endpoint.config import DEFAULT_THREADS
 log = logging.getLogger("cqels_endpoint.http")
 
 _STOP_WAIT_S = 10.0
+# On SIGTERM or SIGINT: how long the answers under way get to end and be sent before every
+# connection is closed, and how long the request threads then get to notice. The results streams
+# end at once (``on_stop``), so these bound only slow one-shot requests; the whole stop stays
+# under a second.
+_DRAIN_S = 0.5
+_THREADS_EXIT_S = 0.2
 
 #: WSGI environ key of a callable that closes the request's connection from any thread. A results
 #: stream whose client stopped reading uses it: waitress's task thread then waits, inside a write,
@@ -93,6 +100,47 @@ def _listeners(server) -> list[BaseWSGIServer]:
     return [s for s in server.map.values() if isinstance(s, BaseWSGIServer)]
 
 
+def _in_loop(server, action: Callable[[], None]) -> None:
+    """Run ``action`` in the server's loop thread, where closing its sockets is safe."""
+    # The trigger (a dispatcher in the socket map, shared by the listeners) outlives the listeners.
+    wake = next((d for d in list(_socket_map(server).values()) if isinstance(d, trigger.trigger)), None)
+    if wake is None:  # closed already: nothing is left to close
+        return
+    try:
+        wake.pull_trigger(action)
+    except OSError:
+        # The trigger's pipe is closed: the loop saw its read end go bad and closed it (seen once
+        # in CI, EBADF; cause not found). Act from here; the loop, if it still runs, ends on the
+        # empty map.
+        log.warning("waitress's trigger is closed; acting on the server's sockets from the stopping thread")
+        action()
+
+
+def _close_all(server) -> None:
+    """Close every socket of the server: an empty socket map ends its loop."""
+    _in_loop(server, lambda: wasyncore.close_all(_socket_map(server)))
+
+
+def _stop_listening(server) -> None:
+    """Accept no new connections; the open ones go on."""
+
+    def close_listeners() -> None:
+        for listener in _listeners(server):
+            # The dispatcher's close, not the server's: that one closes the trigger too, which the
+            # request threads still pull to have their output sent.
+            wasyncore.dispatcher.close(listener)
+
+    _in_loop(server, close_listeners)
+
+
+def _drained(server) -> bool:
+    """No request is being answered and every response is sent (read from another thread: a
+    snapshot, good enough to decide when to stop waiting)."""
+    if server.task_dispatcher.active_count:
+        return False
+    return not any(getattr(channel, "total_outbufs_len", 0) for channel in list(_socket_map(server).values()))
+
+
 def _base_url(server) -> str:
     listener = _listeners(server)[0]
     host = listener.effective_host
@@ -113,25 +161,11 @@ def serve_in_thread(
     thread.start()
     stopped = threading.Event()
 
-    def close_all() -> None:
-        # Runs inside the server's loop thread (via its trigger), where closing sockets is safe;
-        # an empty socket map ends the loop.
-        from waitress import wasyncore
-
-        wasyncore.close_all(_socket_map(server))
-
     def stop() -> None:
         if stopped.is_set():
             return
         stopped.set()
-        try:
-            _listeners(server)[0].trigger.pull_trigger(close_all)
-        except OSError:
-            # The trigger's pipe is closed: the loop saw its read end go bad and closed it (seen once
-            # in CI, EBADF; cause not found). Close the sockets from here; the loop, if it still
-            # runs, ends on the empty map.
-            log.warning("waitress's trigger is closed; closing the server's sockets from the stopping thread")
-            close_all()
+        _close_all(server)
         thread.join(_STOP_WAIT_S)
         server.task_dispatcher.shutdown()
 
@@ -146,23 +180,58 @@ def serve(
     max_body_bytes: int | None = None,
     threads: int = DEFAULT_THREADS,
     on_listen: Callable[[str], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> None:
     """Serve ``app`` in the foreground until SIGINT or SIGTERM, then return after closing.
 
     ``on_listen(base_url)`` is called once the socket listens (with the real port when 0 was asked).
+    On the first SIGINT or SIGTERM the server stops listening, calls ``on_stop()`` (which ends the
+    open results streams, so their last words reach the clients), gives the answers under way
+    ``_DRAIN_S`` to be sent, then closes every connection and returns. A second signal returns at
+    once.
     """
     server = _create(app, host, port, max_body_bytes, threads)
+    stopping = threading.Event()
+    signalled: list[tuple[str, float]] = []  # the first signal's name and time
+
+    def stop_gracefully() -> None:
+        # In its own thread: the loop keeps running meanwhile, to send what the responses still write.
+        _stop_listening(server)
+        try:
+            if on_stop is not None:
+                on_stop()
+            give_up = time.monotonic() + _DRAIN_S
+            while not _drained(server) and time.monotonic() < give_up:
+                time.sleep(0.01)
+        finally:
+            _close_all(server)
 
     def terminate(signum, frame) -> None:
-        # waitress's run() treats SystemExit as "shut down": it closes its sockets and threads.
-        raise SystemExit(0)
+        if stopping.is_set():
+            # Signal handlers run in the main thread, the server's loop thread: its sockets may be
+            # closed from here, which ends the loop now.
+            wasyncore.close_all(_socket_map(server))
+            return
+        stopping.set()
+        signalled.append((signal.Signals(signum).name, time.monotonic()))
+        log.info("stopping on %s", signalled[0][0])
+        threading.Thread(target=stop_gracefully, name="cqels-stop", daemon=True).start()
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = {signum: signal.signal(signum, terminate) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         if on_listen is not None:
             on_listen(_base_url(server))
-        with contextlib.suppress(KeyboardInterrupt):
+        try:
             server.run()
+        except OSError:
+            if not stopping.is_set():
+                raise  # the port is taken, say: the caller reports it
+            # A second signal closed the sockets under the loop's select (EBADF): that is the stop.
+        if signalled:
+            name, since = signalled[0]
+            log.info("stopped %.3f s after %s: every connection closed", time.monotonic() - since, name)
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        server.task_dispatcher.shutdown()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        # The request threads are daemons: one stuck in a long query does not hold the exit up.
+        server.task_dispatcher.shutdown(timeout=_THREADS_EXIT_S)

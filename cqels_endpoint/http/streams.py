@@ -13,13 +13,36 @@
 - NDJSON (``application/x-ndjson``): one event per line, ``{"time": ms | "xsd:dateTime", "data":
   "<N-Triples>"}`` (no ``time``: the arrival time), applied in line order; blank lines are skipped.
 
-A batch is all or nothing: every event is parsed and every timestamp read before anything is
-applied (400 naming the line, counted as a malformed push), and the lateness of the whole batch is
-checked against the stream's clock before the first event is applied (409 naming the late event;
-each late event is counted). The answer is ``{"stream", "accepted", "latest", "watermark"}``.
+A timestamp is integer milliseconds since 1970-01-01T00:00:00Z or an ``xsd:dateTime``, from
+0001-01-01T00:00:00Z (negative milliseconds: before 1970, accepted) to 4199-11-24T01:22:57.663Z
+(``runtime.streams.TIME_MIN_MS``/``TIME_MAX_MS``: what the engine holds); any other is a 400 naming
+it, whichever way it came (``?time=``, an NDJSON ``"time"``, a TriG ``prov:generatedAtTime``).
 
-``GET /streams`` lists every stream seen: events accepted, rejected (late events, malformed
-pushes), the ingestion rate over the last minute, latest timestamp and watermark.
+A batch is all or nothing: every event is parsed and every timestamp read before anything is
+applied (400 naming the line, counted as a malformed push), and the whole batch is checked against
+the stream's clock before the first event is applied: 409 naming the first event older than the
+watermark, or, with ``--max-future-ms``, 422 naming the first event further ahead of the server's
+clock than that bound (each refused event is counted). The answer is ``{"stream", "accepted",
+"latest", "watermark"}``.
+
+``GET /streams`` lists every stream seen: its clock (``latest``, ``watermark``, ``lateness_ms``,
+``buffered`` events waiting for the watermark), ``accepted`` events (``events``, its older name), of
+which ``late`` arrived after a later event of the stream and were reordered within the lateness;
+``rejected``: ``late`` events older than the watermark (409), ``future`` events too far ahead (422),
+``malformed`` pushes (400: a body or timestamp unreadable or out of range); and the ingestion rate
+over the last minute.
+
+``DELETE /streams/{name}/clock`` (a write: the token) resets the stream's clock, an operator's
+repair after a client pushed a wrong time: its buffered events are released, in order, then its
+latest timestamp is forgotten, so the next event starts the clock again whatever its time. The
+answer is the stream's entry of ``GET /streams`` with ``released``, the events the reset released,
+and ``queries``, the queries reading the stream with their clocks; 404 for a stream never seen. A
+query's own time never goes backwards, so a query that already evaluated at the wrong time keeps it
+(older events then fall outside its windows): re-register it (``DELETE`` then ``PUT
+/queries/{name}``) or restart the server, which starts every query afresh.
+
+Unless the store is in memory, the clocks are kept in the data directory and restored when the app
+starts, before its first push (``engine.clocks``).
 """
 
 from __future__ import annotations
@@ -35,13 +58,34 @@ from flask import Blueprint, Response, abort, jsonify, request
 from cqels_endpoint.errors import LateEventError, RdfSyntaxError, UnsupportedMediaType
 from cqels_endpoint.http.auth import write_access
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.errors import bad_request, error_response, unsupported_media_type
+from cqels_endpoint.http.errors import bad_request, error_response, not_found, unsupported_media_type
 from cqels_endpoint.http.params import body_text, check_utf8_charset, iri, single, url_params
-from cqels_endpoint.runtime.streams import RATE_WINDOW_MS, parse_timestamp, read_plain_ntriples, to_millis
+from cqels_endpoint.runtime.streams import (
+    RATE_WINDOW_MS,
+    FutureEventError,
+    UnknownStreamError,
+    parse_timestamp,
+    read_plain_ntriples,
+    to_millis,
+)
 from cqels_endpoint.static_store.formats import essence, rdf_format
 from cqels_endpoint.static_store.load import parse_graph, rdf_syntax_error
 
 blueprint = Blueprint("streams", __name__)
+
+
+@blueprint.record_once
+def _time_settings(state) -> None:
+    """When the app is built, for the engine it builds (as its lateness, an engine given to
+    ``create_app`` is the caller's to configure): the server's future bound, and its clocks kept in
+    the data directory, restored now, before the stored queries start and before the first push."""
+    context = endpoint(state.app)
+    config = context.config
+    if not context.owns_engine:
+        return
+    context.engine.streams.max_future_ms = config.max_future_ms or None
+    if not config.memory:
+        context.engine.keep_clocks(config.data_dir)
 
 NDJSON = "application/x-ndjson"
 NDJSON_TYPES = (NDJSON, "application/ndjson", "application/jsonl")
@@ -98,24 +142,48 @@ def push(name: str) -> Response:
         others = f" ({error.late_in_batch} late events in the batch)" if error.late_in_batch > 1 else ""
         message = f"{batch.names[error.index]}: {error}{others}; nothing of the batch was applied"
         return error_response(409, message, line=batch.lines[error.index])
+    except FutureEventError as error:
+        others = f" ({error.future_in_batch} such events in the batch)" if error.future_in_batch > 1 else ""
+        message = f"{batch.names[error.index]}: {error}{others}; nothing of the batch was applied"
+        return error_response(422, message, line=batch.lines[error.index])
     [stats] = engine.stream_stats(stream)
     return jsonify({"stream": stream, "accepted": len(batch.events), "latest": latest, "watermark": stats["watermark"]})
 
 
 @blueprint.get("/streams")
 def streams() -> Response:
-    listed = []
-    for stats in endpoint().engine.stream_stats():
-        listed.append({
-            "stream": stats["stream"],
-            "events": stats["events"],
-            "rejected": {"late": stats["late"], "malformed": stats["malformed"]},
-            "rate_per_second": stats["last_minute"] / (RATE_WINDOW_MS / 1000),
-            "latest": stats["latest"],
-            "watermark": stats["watermark"],
-            "buffered": stats["buffered"],
-        })
-    return jsonify({"streams": listed})
+    return jsonify({"streams": [_listed(stats) for stats in endpoint().engine.stream_stats()]})
+
+
+@blueprint.delete("/streams/<path:name>/clock", merge_slashes=False)
+@write_access
+def reset_clock(name: str) -> Response:
+    stream = stream_iri(name, endpoint().config.stream_base)
+    engine = endpoint().engine
+    try:
+        released = engine.reset_clock(stream)
+    except UnknownStreamError as error:
+        return not_found(str(error))
+    [stats] = engine.stream_stats(stream)
+    # A query's time never goes backwards: the queries reading the stream keep theirs (docstring).
+    readers = [{"name": q.name, "clock": q.clock} for q in list(engine.queries.values()) if stream in q.streams]
+    return jsonify({**_listed(stats), "released": released, "queries": readers})
+
+
+def _listed(stats: dict) -> dict:
+    """A stream's entry in ``GET /streams`` (module docstring)."""
+    return {
+        "stream": stats["stream"],
+        "events": stats["events"],
+        "accepted": stats["events"],
+        "late": stats["out_of_order"],
+        "rejected": {"late": stats["late"], "future": stats["future"], "malformed": stats["malformed"]},
+        "rate_per_second": stats["last_minute"] / (RATE_WINDOW_MS / 1000),
+        "latest": stats["latest"],
+        "watermark": stats["watermark"],
+        "lateness_ms": stats["lateness_ms"],
+        "buffered": stats["buffered"],
+    }
 
 
 def stream_iri(name: str, base: str) -> str:
@@ -260,7 +328,7 @@ def _ndjson_event(line: str, number: int) -> Event:
         try:
             if isinstance(time, bool) or not isinstance(time, (int, str)):
                 raise ValueError(f"{time!r} is neither integer milliseconds nor an xsd:dateTime string")
-            time = time if isinstance(time, int) else parse_timestamp(time)
+            time = to_millis(time) if isinstance(time, int) else parse_timestamp(time)
         except ValueError as error:
             raise _Malformed(f'line {number}: "time" {error}', number) from None
     triples = _plain_ntriples(data, ox.RdfFormat.N_TRIPLES)

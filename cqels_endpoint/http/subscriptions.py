@@ -46,6 +46,7 @@ log = logging.getLogger("cqels_endpoint.http")
 SLOW = "slow"
 UNREGISTERED = "unregistered"
 SHUTDOWN = "shutdown"
+FAILED = "failed"  # the engine stopped the query (past its limits): the stream ends with an error event
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +77,7 @@ class Gap:
 
 
 class SubscriptionEnded(Exception):
-    """The subscription is over: ``reason`` is one of SLOW, UNREGISTERED, SHUTDOWN; ``message`` says why."""
+    """The subscription is over: ``reason`` is one of SLOW, UNREGISTERED, SHUTDOWN, FAILED; ``message`` says why."""
 
     def __init__(self, reason: str, message: str):
         super().__init__(message)
@@ -256,7 +257,11 @@ class Subscriptions:
             if hub is None or hub.query is not query:
                 return
             del self._hubs[query.name]
-        hub.end(UNREGISTERED, f"query {query.name!r} was unregistered")  # outside: it counts under the lock
+        # Outside the lock: it counts under it.
+        if query.failure is not None:
+            hub.end(FAILED, f"query {query.name!r} failed: {query.failure}")
+        else:
+            hub.end(UNREGISTERED, f"query {query.name!r} was unregistered")
 
     def _count_disconnect(self, name: str, reason: str) -> None:
         with self._lock:

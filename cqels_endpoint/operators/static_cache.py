@@ -4,13 +4,16 @@ The planner computes the mappings of a maximal static sub-pattern (pyoxigraph at
 Spark rebuild later), encodes them and hands them to :meth:`StaticCache.replace`. The cache
 diffs them against what it holds, as bags, and queues the difference as +1/-1 leaf deltas that go
 downstream with the next punctuation, so a swap alone emits nothing
-(docs/ARCHITECTURE.md, "Static data and caches"). The join downstream indexes the rows on its join
+(docs/ARCHITECTURE.md, "Static data and caches"). A rebuild is applied instead as a difference
+already computed, in parts (:meth:`StaticCache.stage`, each part under one short hold of the
+engine's lock) released downstream as one change by :meth:`StaticCache.release_staged`: an
+evaluation between two parts still sees the content from before the rebuild. The join downstream indexes the rows on its join
 columns, so stream rows probe the cache by index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from cqels_endpoint.errors import OperatorError
@@ -39,6 +42,10 @@ class StaticCache(Source):
         self._ids_of_row: dict[tuple, list[int]] = {}
         self._next_leaf = -1
         self.replacements = 0
+        # A change being staged: its deltas, and the rows it removed (their references are kept
+        # until the tick after the one that sends the -1 downstream, as for replace()).
+        self._staged: list[Delta] = []
+        self._staged_removed: list[tuple] = []
 
     def replace(self, rows: Iterable[tuple]) -> None:
         """Make ``rows`` (a bag) the cache's content; the difference goes downstream at the next tick."""
@@ -74,6 +81,55 @@ class StaticCache(Source):
             for row in released_now:
                 self._on_release(row)
 
+    def stage(self, added: Sequence[tuple], removed: Sequence[tuple]) -> None:
+        """One part of a change: ``added`` rows enter (taking over one reference per id, as
+        ``replace`` does), ``removed`` rows, held now, leave. Nothing goes downstream before
+        ``release_staged``."""
+        width = len(self.schema)
+        wrong = next((row for row in added if len(row) != width), None)
+        if wrong is not None:
+            msg = f"{self.label}: row {wrong} does not match the schema {self.schema}"
+            raise OperatorError(msg)
+        staged, ids_of_row, leaf = self._staged, self._ids_of_row, self._next_leaf
+        for row in added:
+            ids_of_row.setdefault(row, []).append(leaf)
+            staged.append(Delta(row, 1, (leaf,)))
+            leaf -= 1
+        self._next_leaf = leaf
+        self.inputs_seen += len(added)
+        for row in removed:
+            leaf_ids = self._ids_of_row.get(row)
+            if not leaf_ids:
+                msg = f"{self.label}: row {row} leaves the cache but is not in it"
+                raise OperatorError(msg)
+            staged.append(Delta(row, -1, (leaf_ids.pop(),)))
+            if not leaf_ids:
+                del self._ids_of_row[row]
+            self._staged_removed.append(row)
+        self.inputs_seen += len(removed)
+
+    def discard_staged(self) -> None:
+        """Undoes the change staged so far (its install failed): the cache holds what it held
+        before; the references of the rows it added, never sent downstream, are handed back."""
+        for row, sign, (leaf,) in reversed(self._staged):
+            if sign > 0:
+                leaf_ids = self._ids_of_row[row]
+                leaf_ids.remove(leaf)
+                if not leaf_ids:
+                    del self._ids_of_row[row]
+                if self._on_release is not None:
+                    self._on_release(row)
+            else:
+                self._ids_of_row.setdefault(row, []).append(leaf)
+        self._staged, self._staged_removed = [], []
+
+    def release_staged(self) -> None:
+        """The change staged so far goes downstream with the next tick, as one change."""
+        self.replacements += 1
+        self._pending.extend(self._staged)
+        self._released.extend(self._staged_removed)
+        self._staged, self._staged_removed = [], []
+
     def _add(self, row: tuple) -> int:
         leaf = self._next_leaf
         self._next_leaf -= 1
@@ -81,15 +137,16 @@ class StaticCache(Source):
         return leaf
 
     def rows(self) -> list[tuple]:
-        """The cached mappings (a bag, as a list)."""
+        """The cached mappings (a bag, as a list), with the part of a change staged so far."""
         return [row for row, leaf_ids in self._ids_of_row.items() for _ in leaf_ids]
 
     def held(self) -> list[tuple]:
-        return self.rows()
+        return [*self.rows(), *self._staged_removed]
 
     def close(self) -> None:
         super().close()
         self._ids_of_row = {}
+        self._staged, self._staged_removed = [], []
 
     def __len__(self) -> int:
         return sum(len(leaf_ids) for leaf_ids in self._ids_of_row.values())

@@ -14,6 +14,10 @@ queries of one key each get a ``WindowReader``; the engine drives them in lockst
 event, advance and close to every query in turn, and identical queries make identical calls), so
 the first reader to make a call — the *leader* — applies it to the one state and logs its result,
 and the other readers replay that result instead of applying it again (``CallLog``).
+
+A bound on the triples of a window state (``Limits.max_window_triples``) is applied in ``offer``:
+a triple arriving at a full state is shed (not inserted, counted by each reader in ``shed``) or
+raises ``LimitExceeded``, as the limits say.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from cqels_endpoint.plan.patterns import StreamTriple
+from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.windows import WindowState, build_window
 
 
@@ -123,19 +128,33 @@ class WindowReader:
         self._shared = shared
         self._position = shared.calls.join()
         self._closed = False
+        self.shed = 0  # triples this query's window did not take because it was full
 
     def offer(self, t: int, tau: int, tick: object, seqs: Iterator[int]) -> tuple[int | None, tuple[int, ...]]:
         """Inserts a triple at ``t`` if the window admits it at clock ``tau``: ``(seq, expired
-        seqs)``, or ``(None, ())`` when it does not. ``seqs`` numbers a new insertion (leader only)."""
+        seqs)``, or ``(None, expired seqs)`` when it does not (or it is full and sheds it). ``seqs``
+        numbers a new insertion (leader only)."""
         state = self._shared.state
+        bound = self._registry.limits.max_window_triples
 
         def apply() -> tuple:
             if not state.admits(t, tau):
-                return (None, ())
+                return (None, (), False)
+            gone: tuple[int, ...] = ()
+            if bound is not None and len(state) >= bound:
+                # What is out of the window at the query's clock makes room first (the evaluation
+                # at ``tau`` would expire it anyway).
+                gone = tuple(state.expire(tau, tick))
+                if len(state) >= bound:
+                    if not self._registry.limits.sheds:
+                        raise LimitExceeded(f"{self.describe()} is full: it holds {len(state)} triples, the limit max_window_triples={bound}")
+                    return (None, gone, True)
             seq = next(seqs)
-            return (seq, tuple(state.insert(t, seq, tick)))
+            return (seq, gone + tuple(state.insert(t, seq, tick)), False)
 
-        return self._call(("offer", t, tau, tick), apply)
+        seq, expired, shed = self._call(("offer", t, tau, tick), apply)
+        self.shed += shed
+        return seq, expired
 
     def expire(self, tau: int, tick: object = None) -> tuple[int, ...]:
         """The seqs leaving the window before the evaluation at ``tau`` (``WindowState.expire``)."""
@@ -144,6 +163,11 @@ class WindowReader:
 
     def __len__(self) -> int:
         return len(self._shared.state)
+
+    def describe(self) -> str:
+        """Names the window in messages: its stream pattern and stream."""
+        sig, pattern_id = self._shared.key[:2]
+        return f"the window of stream pattern {pattern_id} on <{sig[pattern_id][0]}>"
 
     @property
     def state_key(self) -> Hashable:
@@ -176,8 +200,9 @@ class WindowReader:
 class SharedWindows:
     """The registry of shared window states of one engine (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits | None = None) -> None:
         self._windows: dict[Hashable, SharedWindow] = {}
+        self.limits = limits or Limits()
 
     def readers(self, patterns: Sequence[StreamTriple], origin_ms: int | None, epoch: int) -> list[WindowReader]:
         """One reader per stream pattern of a query registered at ``epoch``, joining the window
@@ -195,6 +220,10 @@ class SharedWindows:
     def stats(self) -> dict[str, int]:
         """``windows``: window states held; ``readers``: the query windows reading them."""
         return {"windows": len(self._windows), "readers": sum(w.readers for w in self._windows.values())}
+
+    def sizes(self) -> list[int]:
+        """The triples each window state holds now (each state once, however many queries read it)."""
+        return [len(w.state) for w in self._windows.values()]
 
     def _drop(self, shared: SharedWindow) -> None:
         if self._windows.get(shared.key) is shared:

@@ -22,9 +22,24 @@ the engine's ``TermDictionary.encode_triples``), and travel as an ``array('q')``
 reader (``_reader.pyx``) straight to the forms the dictionary keys terms by, pyoxigraph triples as
 they are, anything else through ``to_triples``.
 
-Each stream also keeps the statistics of ``GET /streams`` and ``/metrics``: events accepted, events
-rejected as late, pushes rejected as malformed (counted by the HTTP layer, which parses bodies), and
-its arrivals over the last minute (``RATE_WINDOW_MS``) for the ingestion rate.
+**Time range.** A timestamp is integer milliseconds since 1970-01-01T00:00:00Z from ``TIME_MIN_MS``
+(0001-01-01T00:00:00Z, the first instant of xsd:dateTime year 0001; earlier times, 1970 included, are
+negative and accepted) to ``TIME_MAX_MS`` (4199-11-24T01:22:57.663Z, the last instant an inline
+xsd:dateTime id holds: ``runtime/encoding.py``), so every evaluation time ``NOW()`` turns into a
+literal is a dateTime the engine keeps inline, and window bounds stay far inside int64. Any other
+timestamp is a ``TimeRangeError`` (a ``ValueError``) naming it before anything reaches a clock.
+
+**Future bound.** With ``max_future_ms`` set (None or 0: off), an event more than that ahead of the
+arrival clock (the wall clock of the server) is a ``FutureEventError``: its batch is rejected whole
+and every such event counted, like a late one.
+
+Each stream also keeps the statistics of ``GET /streams`` and ``/metrics``: events accepted
+(``accepted_events``), of which ``out_of_order_events`` came after a later one of their stream and
+were reordered within the lateness; events rejected as too late (``late_events``) or too far ahead
+(``future_events``); pushes rejected as malformed, their body or a timestamp unreadable or out of
+range (``malformed_pushes``, counted by the HTTP layer, which parses bodies); and its arrivals over
+the last minute (``RATE_WINDOW_MS``) for the ingestion rate. ``StreamClock.state``/``restore`` carry
+the clock and counters across a restart (``engine.clocks``).
 """
 
 from __future__ import annotations
@@ -39,7 +54,7 @@ from typing import NamedTuple
 
 import pyoxigraph as ox
 
-from cqels_endpoint.errors import LateEventError, RdfSyntaxError
+from cqels_endpoint.errors import CqelsError, LateEventError, RdfSyntaxError
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 
 if use_pure_python():
@@ -51,6 +66,56 @@ else:
 XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 XSD_DATETIMESTAMP = "http://www.w3.org/2001/XMLSchema#dateTimeStamp"
 RATE_WINDOW_MS = 60_000
+# The timestamps the engine holds (module docstring, "Time range").
+TIME_MIN_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z
+TIME_MAX_MS = (1 << 46) - 1  # 4199-11-24T01:22:57.663Z: the inline xsd:dateTime range of runtime/encoding.py
+TIME_RANGE = f"{TIME_MIN_MS} (0001-01-01T00:00:00Z) to {TIME_MAX_MS} (4199-11-24T01:22:57.663Z) ms"
+
+
+class TimeRangeError(ValueError):
+    """A timestamp outside ``TIME_MIN_MS`` … ``TIME_MAX_MS``."""
+
+
+class FutureEventError(CqelsError):
+    """Events more than ``max_future_ms`` ahead of the arrival clock (``now``): the batch was
+    rejected whole and every such event counted. ``index``: the first of them in the batch."""
+
+    def __init__(self, stream: str, time: int, now: int, max_future_ms: int, *, index: int = 0, future_in_batch: int = 1):
+        self.stream = stream
+        self.time = time
+        self.now = now
+        self.max_future_ms = max_future_ms
+        self.index = index
+        self.future_in_batch = future_in_batch
+        super().__init__(
+            f"event at {time} ms on stream <{stream}> is {time - now} ms ahead of the server's clock ({now} ms), "
+            f"more than max_future_ms={max_future_ms}; check the client's clock or raise --max-future-ms"
+        )
+
+
+class UnknownStreamError(CqelsError, KeyError):
+    """No event, advance or rejection ever named this stream."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def check_time(millis: int, given: str | None = None) -> int:
+    """``millis`` if the engine holds it (module docstring, "Time range"), else ``TimeRangeError``
+    naming it (and ``given``, the text it was read from).
+
+    >>> check_time(-1), check_time(TIME_MAX_MS) == TIME_MAX_MS
+    (-1, True)
+    >>> check_time(99999999999999999999999)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cqels_endpoint.runtime.streams.TimeRangeError: 99999999999999999999999 ms is outside the timestamps ...
+    """
+    if not TIME_MIN_MS <= millis <= TIME_MAX_MS:
+        value = f"{millis} ms" if given is None else f"{given!r} ({millis} ms)"
+        msg = f"{value} is outside the timestamps the engine holds, {TIME_RANGE}"
+        raise TimeRangeError(msg)
+    return millis
 
 
 class Event(NamedTuple):
@@ -106,13 +171,18 @@ class ArrivalRate:
 class StreamClock:
     """The clock of one stream: latest timestamp, watermark, lateness buffer and counters."""
 
+    # What ``state`` saves and ``restore`` reads back: the clock and its counters.
+    _STATE = ("latest", "accepted_events", "out_of_order_events", "late_events", "future_events", "malformed_pushes")
+
     def __init__(self, iri: str, lateness_ms: int = 0):
         self.iri = iri
         self.lateness_ms = lateness_ms
         self.latest: int | None = None
         self.late_events = 0
+        self.future_events = 0
         self.malformed_pushes = 0
         self.accepted_events = 0
+        self.out_of_order_events = 0
         self.arrivals = ArrivalRate()
         self._buffer: list[tuple[int, int, Event]] = []
 
@@ -126,21 +196,48 @@ class StreamClock:
         """Events accepted but not yet released (always 0 when the lateness is 0)."""
         return len(self._buffer)
 
-    def check_batch(self, times: Sequence[int]) -> None:
-        """Raises ``LateEventError`` for the first late event of a batch pushed in this order, as if
-        each earlier one had been accepted; every late one of them is counted."""
-        latest, first, late = self.latest, None, 0
+    def state(self) -> dict[str, int | None]:
+        """The clock and counters, as ``restore`` takes them (JSON-ready)."""
+        return {name: getattr(self, name) for name in self._STATE}
+
+    def restore(self, state: dict) -> None:
+        """Takes back what ``state`` gave (a name missing from ``state`` keeps its value)."""
+        for name in self._STATE:
+            if name in state:
+                setattr(self, name, state[name])
+
+    def reset(self) -> list[Event]:
+        """Forgets the latest timestamp (the next event starts the clock again, whatever its time);
+        returns the buffered events, released now in order so that no accepted event is lost."""
+        released = [heapq.heappop(self._buffer)[2] for _ in range(len(self._buffer))]
+        self.latest = None
+        return released
+
+    def check_batch(self, times: Sequence[int], now_ms: int | None = None, max_future_ms: int | None = None) -> None:
+        """Raises for the first event of a batch pushed in this order that is late (``LateEventError``,
+        as if each earlier one had been accepted) or, with ``max_future_ms``, more than that ahead of
+        ``now_ms`` (``FutureEventError``); every late or future one of them is counted."""
+        latest, first, late, future = self.latest, None, 0, 0
+        horizon = now_ms + max_future_ms if max_future_ms and now_ms is not None else None
         for index, time in enumerate(times):
+            if horizon is not None and time > horizon:
+                future += 1
+                first = first or (index, time, None)
+                continue
             watermark = None if latest is None else latest - self.lateness_ms
             if watermark is not None and time < watermark:
                 late += 1
                 first = first or (index, time, watermark)
                 continue
             latest = time if latest is None else max(latest, time)
-        if first is not None:
-            self.late_events += late
-            index, time, watermark = first
-            raise LateEventError(self.iri, time, watermark, index=index, late_in_batch=late)
+        self.late_events += late
+        self.future_events += future
+        if first is None:
+            return
+        index, time, watermark = first
+        if watermark is None:
+            raise FutureEventError(self.iri, time, now_ms, max_future_ms, index=index, future_in_batch=future)
+        raise LateEventError(self.iri, time, watermark, index=index, late_in_batch=late)
 
     def accept(self, event: Event, now_ms: int | None = None) -> list[Event]:
         """Takes an event that passed ``check_batch``, arrived at ``now_ms`` on the arrival clock (for
@@ -148,6 +245,8 @@ class StreamClock:
         self.accepted_events += 1
         if now_ms is not None:
             self.arrivals.record(now_ms)
+        if self.latest is not None and event.time < self.latest:
+            self.out_of_order_events += 1
         self.latest = event.time if self.latest is None else max(self.latest, event.time)
         if not self._buffer and self.lateness_ms == 0:
             return [event]  # on time, nothing waiting: released at once, as the heap would
@@ -170,11 +269,13 @@ class StreamClock:
 class Streams:
     """Every stream the engine has seen, by IRI."""
 
-    def __init__(self, lateness_ms: int = 0):
-        if lateness_ms < 0:
-            msg = f"lateness_ms must be >= 0, not {lateness_ms}"
-            raise ValueError(msg)
+    def __init__(self, lateness_ms: int = 0, max_future_ms: int | None = None):
+        for name, value in (("lateness_ms", lateness_ms), ("max_future_ms", max_future_ms or 0)):
+            if value < 0:
+                msg = f"{name} must be >= 0, not {value}"
+                raise ValueError(msg)
         self.lateness_ms = lateness_ms
+        self.max_future_ms = max_future_ms or None  # None: no bound
         self.clocks: dict[str, StreamClock] = {}
         # The latest advance: a stream first seen after it starts there, like the streams known then.
         self.floor: int | None = None
@@ -194,18 +295,43 @@ class Streams:
         now_ms: int | None = None,
         *,
         encode: Callable[[object], Sequence[int]],
+        accepted: list[Event] | None = None,
     ) -> list[Event]:
-        """Accepts ``(triples, time)`` events in order, all or none (``LateEventError`` naming the
-        first late one by its ``index``); returns the events released, in order. ``encode`` turns
-        an event's triples into its ids (``TermDictionary.encode_triples``); it runs on every event
-        once the whole batch is known to be on time, before any is accepted."""
+        """Accepts ``(triples, time)`` events in order, all or none (``LateEventError`` or
+        ``FutureEventError`` naming the first refused one by its ``index``); returns the events
+        released, in order, and appends the accepted ones to ``accepted`` when given. ``encode``
+        turns an event's triples into its ids (``TermDictionary.encode_triples``); it runs on every
+        event once the whole batch is known to be acceptable, before any is accepted."""
         clock = self.clock(iri)
-        clock.check_batch([time for _, time in events])
+        clock.check_batch([time for _, time in events], now_ms, self.max_future_ms)
         encoded = [(encode(triples), time) for triples, time in events]
         released = []
         for ids, time in encoded:
-            released.extend(clock.accept(Event(iri, time, ids, next(self._arrivals)), now_ms))
+            event = Event(iri, time, ids, next(self._arrivals))
+            if accepted is not None:
+                accepted.append(event)
+            released.extend(clock.accept(event, now_ms))
         return released
+
+    def buffer(self, iri: str, time: int, ids: Sequence[int]) -> None:
+        """Puts back an event accepted before a restart and not released then (``engine.clocks``):
+        it waits, as it did, for the watermark."""
+        clock = self.clock(iri)
+        event = Event(iri, time, ids, next(self._arrivals))
+        heapq.heappush(clock._buffer, (event.time, event.arrival, event))
+
+    def buffered_events(self, iri: str) -> list[Event]:
+        """The events of ``iri`` accepted and not yet released, in release order."""
+        clock = self.clocks.get(iri)
+        return [] if clock is None else [entry[2] for entry in sorted(clock._buffer)]
+
+    def reset(self, iri: str) -> list[Event]:
+        """``StreamClock.reset`` of ``iri`` (``UnknownStreamError`` for a stream never seen)."""
+        clock = self.clocks.get(iri)
+        if clock is None:
+            msg = f"no stream <{iri}> has been seen"
+            raise UnknownStreamError(msg)
+        return clock.reset()
 
     def advance(self, time: int) -> list[Event]:
         """Moves every stream's clock to ``time``; the released events of all streams, in
@@ -241,20 +367,22 @@ def to_millis(time: object) -> int:
         msg = f"a timestamp must be int milliseconds or a datetime, not {time!r}"
         raise TypeError(msg)
     if isinstance(time, int):
-        return time
+        return check_time(time)
     if isinstance(time, ox.Literal) and time.datatype.value in (XSD_DATETIME, XSD_DATETIMESTAMP):
         time = time.value
+    given = time if isinstance(time, str) else None
     if isinstance(time, str):
         try:
             time = datetime.fromisoformat(time)
         except ValueError:
-            msg = f"not an ISO-8601 dateTime: {time!r}"
+            # Python reads years 0001-9999: a later or negative year is out of range, not unreadable.
+            msg = f"{time!r} is no ISO-8601 dateTime the engine holds, {TIME_RANGE}"
             raise ValueError(msg) from None
     if isinstance(time, datetime):
         if time.tzinfo is None:
             time = time.replace(tzinfo=UTC)
         delta = time - datetime(1970, 1, 1, tzinfo=UTC)
-        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+        return check_time((delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000, given)
     msg = f"a timestamp must be int milliseconds, a datetime or an xsd:dateTime, not {type(time).__name__}"
     raise TypeError(msg)
 
@@ -264,15 +392,15 @@ _XSD_DATETIME_LEXICAL = re.compile(r"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z
 
 def parse_timestamp(text: str) -> int:
     """A timestamp written by a client (``?time=``, an NDJSON ``"time"``, ``cqels push --time``):
-    integer milliseconds since the epoch or an ``xsd:dateTime`` (no zone: UTC). ``ValueError``
-    otherwise.
+    integer milliseconds since the epoch or an ``xsd:dateTime`` (no zone: UTC), inside the range
+    the engine holds (``check_time``). ``ValueError`` otherwise.
 
     >>> parse_timestamp("1500"), parse_timestamp("1970-01-01T00:00:01.5Z")
     (1500, 1500)
     """
     text = text.strip()
     if re.fullmatch(r"-?\d+", text):
-        return int(text)
+        return check_time(int(text))
     if not _XSD_DATETIME_LEXICAL.match(text):
         msg = f"{text!r} is neither integer milliseconds nor an xsd:dateTime like 2024-05-01T12:00:00Z"
         raise ValueError(msg)

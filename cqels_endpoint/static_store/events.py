@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from cqels_endpoint.static_store.convert import GraphTerm, graph_name
+from cqels_endpoint.static_store.journal import UndoJournal
 from cqels_endpoint.static_store.load import graph_sizes
 
 log = logging.getLogger(__name__)
@@ -100,11 +101,15 @@ class WriteBatch:
 
     A batch that is not ``undoable`` (one operation: nothing after it can fail and undo it) clears a
     graph by counting it in Rust and dropping it in one call, without holding its quads in Python.
+
+    Each write first appends its inverse to ``journal`` (``UndoJournal``), so that a request cut by
+    a crash is undone when the store opens again; the caller commits the journal once the request is done.
     """
 
-    def __init__(self, store: ox.Store, *, undoable: bool = True):
+    def __init__(self, store: ox.Store, *, undoable: bool = True, journal: UndoJournal | None = None):
         self._store = store
         self._undoable = undoable
+        self._journal = journal or UndoJournal(None)
         self._added: dict[GraphTerm, set[ox.Quad]] = {}
         self._removed: dict[GraphTerm, set[ox.Quad]] = {}
         self._cleared: dict[GraphTerm, int] = {}  # quads counted, not kept, by a batch not undoable
@@ -120,6 +125,7 @@ class WriteBatch:
             return 0
         for graph in {quad.graph_name for quad in new}:
             self._note_existence(graph)
+        self._journal.adding(new)
         self._store.extend(new)
         for quad in new:
             self._record_added(quad)
@@ -128,6 +134,8 @@ class WriteBatch:
     def remove(self, quads: Iterable[ox.Quad]) -> int:
         """Delete the quads that are in the store."""
         present = [quad for quad in dict.fromkeys(quads) if quad in self._store]
+        if present:
+            self._journal.removing(present)
         for quad in present:
             self._store.remove(quad)
             self._record_removed(quad)
@@ -138,11 +146,13 @@ class WriteBatch:
         if not self._undoable:
             count = graph_sizes(self._store, [graph])[graph]
             if count:
+                self._journal.removing(self._store.quads_for_pattern(None, None, None, graph))  # streamed
                 self._store.clear_graph(graph)
                 self._cleared[graph] = self._cleared.get(graph, 0) + count
             return count
         quads = list(self._store.quads_for_pattern(None, None, None, graph))
         if quads:
+            self._journal.removing(quads)
             self._store.clear_graph(graph)  # one call rather than one removal per quad
             for quad in quads:
                 self._record_removed(quad)
@@ -214,3 +224,4 @@ class WriteBatch:
     def _note_existence(self, graph: GraphTerm) -> None:
         if not isinstance(graph, ox.DefaultGraph) and graph not in self._existed:
             self._existed[graph] = self._store.contains_named_graph(graph)
+            self._journal.graph(graph, self._existed[graph])

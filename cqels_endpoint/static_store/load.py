@@ -63,6 +63,8 @@ def parse_graph(
     Named graphs in a TriG/N-Quads document are refused: the document is meant to become one graph.
     Raises ``RdfSyntaxError`` (with line/column) before anything could be written.
     """
+    if isinstance(data, str):
+        data = _utf8(data, fmt, source)
     try:
         return [
             ox.Quad(quad.subject, quad.predicate, quad.object, graph)
@@ -72,6 +74,18 @@ def parse_graph(
         ]
     except SyntaxError as error:
         raise rdf_syntax_error(error, fmt, source) from None
+
+
+def _utf8(text: str, fmt: ox.RdfFormat, source: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (which a JSON ``\\ud800`` escape yields) is an
+    ``RdfSyntaxError`` at its position: pyoxigraph cannot take such a string at all."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        line = text.count("\n", 0, error.start) + 1
+        column = error.start - text.rfind("\n", 0, error.start)
+        message = f"an unpaired surrogate U+{ord(text[error.start]):04X} is no character (line {line}, column {column})"
+        raise RdfSyntaxError(f"malformed {fmt.name} {source}: {message}", line, column) from None
 
 
 def fetch_document(iri: str, *, allow_remote: bool, allow_files: bool) -> tuple[bytes, ox.RdfFormat]:

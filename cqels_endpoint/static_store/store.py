@@ -16,9 +16,17 @@ Other Update requests run through the project's engine (``update``). pyoxigraph'
 no multi-statement transaction, so such a request is applied operation by operation (and undone as
 a whole if one fails): a query running meanwhile may see the state between two of its operations.
 
+A crash never leaves half a request: a write made of one pyoxigraph transaction (INSERT DATA,
+DELETE DATA, a large GSP POST, a load of bytes) is atomic in RocksDB, and a write of several (other
+Update requests, GSP PUT/POST/DELETE) journals the inverse of each step first (``journal``), so the
+store undoes it when it opens again. Only ``load`` of a file uses pyoxigraph's bulk loader, which
+has no transaction: ``cqels load`` killed midway leaves part of the file loaded.
+
 On disk, ``path`` is a directory the store owns: the pyoxigraph (RocksDB) database lives in
-``path/oxigraph`` and the version counters in ``path/versions.json`` and ``path/versions.log``
-(``versions``), so versions keep growing across restarts.
+``path/oxigraph``, the version counters in ``path/versions.json`` and ``path/versions.log``
+(``versions``), so versions keep growing across restarts, and the undo journal of the write in
+progress in ``path/undo.journal``. After a crash every graph gets a new version: the last write may
+have committed without its version line, or been undone.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from cqels_endpoint.static_store.checks import check_request, evaluation_error
 from cqels_endpoint.static_store.convert import GraphTerm, graph_name, graph_term
 from cqels_endpoint.static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes
 from cqels_endpoint.static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
+from cqels_endpoint.static_store.journal import UndoJournal
 from cqels_endpoint.static_store.load import bulk_load, graph_sizes, growth, parse_graph, rdf_syntax_error
 from cqels_endpoint.static_store.results import QueryResult, serialize_evaluation
 from cqels_endpoint.static_store.shape import UpdateShape, query_shape, update_shape
@@ -92,6 +101,10 @@ class StaticStore:
                 )
                 raise StoreError(msg) from error
         self._versions = VersionLog(self.path)
+        self._journal = UndoJournal(self.path)
+        if self._journal.recover(self._store) or self._versions.unclean:
+            touched = {None, *self._versions.graph_versions, *self.named_graphs()}
+            self._versions.record(self._versions.version + 1, sorted(touched, key=lambda g: (g is not None, g or "")))
 
     @classmethod
     def wrap(cls, store: ox.Store) -> StaticStore:
@@ -102,6 +115,7 @@ class StaticStore:
         wrapper = cls()
         wrapper._store = store
         wrapper._versions = VersionLog(None)
+        wrapper._journal = UndoJournal(None)
         return wrapper
 
     # ------------------------------------------------------------------ lifecycle
@@ -295,10 +309,14 @@ class StaticStore:
     ) -> ChangeEvent | None:
         """Bulk-load a file (syntax from ``media_type`` or the extension) or bytes (``media_type`` needed).
 
-        N-Triples, N-Quads, Turtle, TriG, RDF/XML, JSON-LD (and N3). One transaction: malformed
-        data (``RdfSyntaxError`` with line/column) writes nothing. Triples go into ``graph``; the
-        named graphs of TriG/N-Quads keep their names. Relative IRIs in a file resolve against the
-        file's own ``file:`` IRI unless ``base_iri`` is given. ``progress`` shows a tqdm bar.
+        N-Triples, N-Quads, Turtle, TriG, RDF/XML, JSON-LD (and N3). Malformed data
+        (``RdfSyntaxError`` with line/column) writes nothing. Triples go into ``graph``; the named
+        graphs of TriG/N-Quads keep their names. Relative IRIs in a file resolve against the file's
+        own ``file:`` IRI unless ``base_iri`` is given. ``progress`` shows a tqdm bar (files only).
+
+        Bytes (a request's body, already in memory) are written in one transaction, so a crash
+        writes all or nothing; a file goes through pyoxigraph's bulk loader, which streams it
+        without holding it in memory but without a transaction: a crash midway leaves part of it.
         """
         if isinstance(source, bytes):
             if media_type is None:
@@ -313,10 +331,17 @@ class StaticStore:
         fmt = rdf_format(media_type) if media_type is not None else rdf_format_for_path(document)
         term = self._graph(graph)
         with self._lock:
-            counts = bulk_load(self._ox, document, fmt, term, base_iri, progress)
+            if isinstance(document, bytes):
+                touched = None if fmt.supports_datasets else [term]
+                before = graph_sizes(self._ox, touched)
+                _load_triples(self._ox, document, fmt, term, base_iri)
+                counts = growth(before, graph_sizes(self._ox, touched))
+            else:
+                counts = bulk_load(self._ox, document, fmt, term, base_iri, progress)
             if not isinstance(term, ox.DefaultGraph) and not self._ox.contains_named_graph(term):
                 self._ox.add_graph(term)  # an empty document still makes the graph exist
-            return self._commit(counts, in_memory_tables=False)  # the bulk loader writes files directly
+            # The bulk loader writes files directly; a transaction's quads stay in memory tables.
+            return self._commit(counts, in_memory_tables=isinstance(document, bytes))
 
     def load_quads(self, quads: Iterable[ox.Quad], graphs: Iterable[str | None] | None = None) -> ChangeEvent | None:
         """Add ``quads`` (any iterable, consumed once) in one transaction, with one change event.
@@ -376,14 +401,17 @@ class StaticStore:
 
     def _write(self, action: Callable[[WriteBatch], T], *, undoable: bool = True) -> tuple[T, ChangeEvent | None]:
         """Run ``action`` on a fresh batch under the write lock; undo it all if it raises (see
-        ``WriteBatch`` for an action of one operation, which need not be ``undoable``)."""
+        ``WriteBatch`` for an action of one operation, which need not be ``undoable``). The batch
+        journals each step; committing the journal is the point from which a crash keeps the write."""
         with self._lock:
-            batch = WriteBatch(self._ox, undoable=undoable)
+            batch = WriteBatch(self._ox, undoable=undoable, journal=self._journal)
             try:
                 outcome = action(batch)
             except BaseException:
                 batch.rollback()
+                self._journal.commit()  # rolled back: nothing left to undo
                 raise
+            self._journal.commit()
             return outcome, self._commit(batch.counts())
 
     def _write_graph(
@@ -469,8 +497,9 @@ class StaticStore:
 
 
 def _load_triples(target: ox.Store, data: bytes | str, fmt: ox.RdfFormat, term: GraphTerm, base_iri: str | None) -> ox.Store:
-    """``target`` with the triples of ``data`` added into ``term`` in one transaction (blank nodes
-    fresh); ``RdfSyntaxError`` with line and column, and nothing written, for malformed data."""
+    """``target`` with the triples of ``data`` added into ``term`` (the named graphs of a dataset
+    syntax keep their names) in one transaction, blank nodes fresh; ``RdfSyntaxError`` with line and
+    column, and nothing written, for malformed data."""
     try:
         target.load(data, format=fmt, base_iri=base_iri, to_graph=term)
     except SyntaxError as error:

@@ -5,6 +5,10 @@ line (``{"v": version, "g": [graph, …]}``, the default graph as null) to ``ver
 snapshot ``versions.json`` is rewritten only when the store opens or closes, when the log is
 folded into it. A line cut short by a crash is ignored: the versions it would have recorded were
 never reported to anyone who could have kept them.
+
+While the store is open the log is never empty (opening writes a line that records nothing new), and
+closing folds it away: a log found non-empty means the last process did not close the store
+(``unclean``), so its last write may have committed without its line.
 """
 
 from __future__ import annotations
@@ -23,14 +27,19 @@ class VersionLog:
         self._snapshot = None if directory is None else directory / "versions.json"
         self._log_path = None if directory is None else directory / "versions.log"
         self._log = None
+        self.unclean = False
         if self._snapshot is not None:
             self._read()
             self._fold()
+            self._append(self.version, [])
 
     def record(self, version: int, graphs: list[str | None]) -> None:
         self.version = version
         for graph in graphs:
             self.graph_versions[graph] = version
+        self._append(version, graphs)
+
+    def _append(self, version: int, graphs: list[str | None]) -> None:
         if self._log is not None:
             self._log.write(json.dumps({"v": version, "g": graphs}) + "\n")
             self._log.flush()
@@ -47,7 +56,9 @@ class VersionLog:
             self.version = int(saved["version"])
             self.graph_versions = {name: int(version) for name, version in saved["graphs"]}
         if self._log_path.exists():
-            for line in self._log_path.read_text(encoding="utf-8").splitlines():
+            lines = self._log_path.read_text(encoding="utf-8").splitlines()
+            self.unclean = bool(lines)
+            for line in lines:
                 try:
                     commit = json.loads(line)
                 except json.JSONDecodeError:

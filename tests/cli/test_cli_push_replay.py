@@ -100,8 +100,8 @@ def test_push_reports_refusals_with_their_line(server, tmp_path, capsys, monkeyp
     assert cqels(server, "push", stream, str(good), "--time", "50") == EXIT_BAD_INPUT
     assert "the server answered 409" in capsys.readouterr().err
     assert stream_state(server, stream) | {"rate_per_second": None} == {
-        "stream": stream, "events": 1, "rejected": {"late": 1, "malformed": 1}, "rate_per_second": None,
-        "latest": 100, "watermark": 100, "buffered": 0,
+        "stream": stream, "events": 1, "accepted": 1, "late": 0, "rejected": {"late": 1, "future": 0, "malformed": 1},
+        "rate_per_second": None, "latest": 100, "watermark": 100, "lateness_ms": 0, "buffered": 0,
     }
 
     assert cqels(server, "push", stream, str(tmp_path / "missing.nt")) == EXIT_BAD_INPUT

@@ -172,8 +172,8 @@ def test_a_malformed_batch_applies_nothing_and_names_the_line(server, body, cont
     assert error["line"] == line
     assert mentions in error["error"]
     assert stream_state(server, stream) | {"rate_per_second": None} == {
-        "stream": stream, "events": 1, "rejected": {"late": 0, "malformed": 1}, "rate_per_second": None,
-        "latest": 1000, "watermark": 1000, "buffered": 0,
+        "stream": stream, "events": 1, "accepted": 1, "late": 0, "rejected": {"late": 0, "future": 0, "malformed": 1},
+        "rate_per_second": None, "latest": 1000, "watermark": 1000, "lateness_ms": 0, "buffered": 0,
     }
     assert incremental.seen == oracle.seen == seen  # nothing reached the queries
 
@@ -193,7 +193,7 @@ def test_a_late_event_rejects_its_batch_with_409_and_is_counted(server):
     assert error["line"] == 2
     assert "line 2" in error["error"] and "2 late events" in error["error"]
     state = stream_state(server, stream)
-    assert (state["events"], state["rejected"], state["latest"]) == (1, {"late": 2, "malformed": 0}, 1000)
+    assert (state["events"], state["rejected"], state["latest"]) == (1, {"late": 2, "future": 0, "malformed": 0}, 1000)
     assert len(incremental.seen) == 1
 
     # Late with respect to an earlier event of the same batch: still nothing applied.
@@ -247,8 +247,8 @@ def test_get_streams_reports_counts_rate_latest_and_watermark(server):
     assert push(server, stream, f'<http://ex.org/a> <{P}> "x" .', "application/n-triples", time="40").status == 200
     assert push(server, stream, "<http://ex.org/a> .", "application/n-triples", time="50").status == 400
     assert stream_state(server, stream) == {
-        "stream": stream, "events": 4, "rejected": {"late": 0, "malformed": 1}, "rate_per_second": 4 / 60,
-        "latest": 40, "watermark": 40, "buffered": 0,
+        "stream": stream, "events": 4, "accepted": 4, "late": 0, "rejected": {"late": 0, "future": 0, "malformed": 1},
+        "rate_per_second": 4 / 60, "latest": 40, "watermark": 40, "lateness_ms": 0, "buffered": 0,
     }
     metrics = server.get("/metrics").text
     assert f'cqels_stream_events_ingested_total{{stream="{stream}"}} 4\n' in metrics
@@ -290,8 +290,8 @@ def test_engine_batches_with_lateness_equal_pushes_one_by_one():
         batched.push_batch(stream, [(f'<http://ex.org/x> <{P}> "x" .', 1400), (f'<http://ex.org/y> <{P}> "y" .', 1250)])
     assert (late.value.index, late.value.late_in_batch, late.value.watermark) == (1, 1, 1300)
     [stats] = batched.stream_stats(stream)
-    assert stats == {"stream": stream, "events": 5, "late": 1, "malformed": 0, "last_minute": 5,
-                     "latest": 1300, "watermark": 1200, "buffered": 1}
+    assert stats == {"stream": stream, "events": 5, "out_of_order": 2, "late": 1, "future": 0, "malformed": 0,
+                     "last_minute": 5, "latest": 1300, "watermark": 1200, "lateness_ms": 100, "buffered": 1}
     clock.set(61_000)
     assert batched.stream_stats(stream)[0]["last_minute"] == 0
 

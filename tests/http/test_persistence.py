@@ -128,8 +128,29 @@ def test_a_query_that_no_longer_starts_is_kept_as_failed(tmp_path: Path) -> None
     assert [(q["name"], len(q["instances"])) for q in kept] == [("where", 1)]
 
 
-def test_an_unreadable_file_stops_the_start(tmp_path: Path) -> None:
-    (tmp_path / FILE_NAME).write_text("{not json")
+def test_a_damaged_file_is_set_aside_and_its_backup_restored(tmp_path: Path, caplog) -> None:
+    with running(tmp_path) as live:
+        assert sparql_query(live, "q2", Q2).status == 201
+        assert sparql_query(live, "where", TEMPLATE).status == 201  # the file with q2 alone is the backup
+    damaged = '{"format": 1, "queries": [{"name": "q2", "te'  # as a disk might return it
+    (tmp_path / FILE_NAME).write_text(damaged)
+    with running(tmp_path) as live:
+        assert [q["name"] for q in live.get("/queries").json()["queries"]] == ["q2"]
+    assert (tmp_path / (FILE_NAME + ".corrupt")).read_text() == damaged
+    assert [q["name"] for q in json.loads((tmp_path / FILE_NAME).read_text())["queries"]] == ["q2"]  # written again
+    assert any("restored its backup" in record.message and "misses the last change" in record.message for record in caplog.records)
+
+
+def test_a_damaged_file_without_backup_starts_with_no_query(tmp_path: Path, caplog) -> None:
+    (tmp_path / FILE_NAME).write_text('{"format": 1, "queries": [{"name": 3}]}')
+    with running(tmp_path) as live:
+        assert live.get("/queries").json()["queries"] == []
+    assert (tmp_path / (FILE_NAME + ".corrupt")).exists()
+    assert any("no backup, no query restored" in record.message for record in caplog.records)
+
+
+def test_a_file_this_user_cannot_read_stops_the_start(tmp_path: Path) -> None:
+    (tmp_path / FILE_NAME).mkdir()  # reading it fails whoever runs the tests (root reads any file)
     with pytest.raises(CqelsError, match=f"cannot read the stored queries in .*{FILE_NAME}"), running(tmp_path):
         pass
 

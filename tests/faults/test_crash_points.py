@@ -1,0 +1,157 @@
+"""A write killed at any point is applied whole or not at all once the store opens again.
+
+Each test writes once to count the pyoxigraph write calls of a request (GSP PUT, a multi-operation
+Update, GSP DELETE…), then, on a fresh copy of the same store each time, kills a child after 0, 1, …
+all of those calls (the last: every step done, the journal not yet committed) and opens the store
+again: it must hold exactly the content before the request (blank nodes included), as the request
+was never answered. Without the undo journal these fail from the second crash point on.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.static_store.journal import FILE_NAME
+from tests.faults.crashing import NO_KILL, recover_killed_after, snapshot, write_killed_after
+
+EX = "http://example.org/"
+G = EX + "g"
+
+
+def graph_version(k: int, size: int = 8) -> str:
+    """Graph G at version ``k``: ``size`` triples, two of them on blank nodes, one shared by every version."""
+    lines = [f'<{EX}s{i}> <{EX}value> "{k}-{i}" .' for i in range(size - 3)]
+    lines += [f'_:a <{EX}value> "{k}-a" .', f'_:b <{EX}value> "{k}-b" .', f'<{EX}s> <{EX}value> "shared" .']
+    return "\n".join(lines) + "\n"
+
+
+# The writes, module-level: each goes to its child process by name.
+
+
+def put_version_1(store: StaticStore) -> None:
+    store.put_graph(G, graph_version(1), "text/turtle")
+
+
+def put_version_2(store: StaticStore) -> None:
+    store.put_graph(G, graph_version(2), "text/turtle")
+
+
+def put_other_graph(store: StaticStore) -> None:
+    store.put_graph(EX + "other", graph_version(1), "text/turtle")
+
+
+def delete_g(store: StaticStore) -> None:
+    store.delete_graph(G)
+
+
+def insert_state_a(store: StaticStore) -> None:
+    store.update(
+        f'INSERT DATA {{ <{EX}s> <{EX}state> "a" . <{EX}c> <{EX}count> 1 . '
+        f"GRAPH <{EX}g2> {{ <{EX}x> <{EX}y> 1, 2, 3 . _:b <{EX}y> 4 }} }}"
+    )
+
+
+def update_several_operations(store: StaticStore) -> None:
+    store.update(
+        f'DELETE DATA {{ <{EX}s> <{EX}state> "a" }} ; INSERT DATA {{ <{EX}s> <{EX}state> "b" }} ; '
+        f"DROP GRAPH <{EX}g2> ; INSERT DATA {{ GRAPH <{EX}g3> {{ <{EX}x> <{EX}y> 5 }} }} ; "
+        f"DELETE {{ ?c <{EX}count> ?n }} INSERT {{ ?c <{EX}count> ?m }} WHERE {{ ?c <{EX}count> ?n BIND(?n + 1 AS ?m) }}"
+    )
+
+
+def post_dataset(store: StaticStore) -> None:
+    store.load(ox.serialize(DATASET, format=ox.RdfFormat.TRIG), media_type="application/trig")
+
+
+DATASET = [ox.Quad(ox.NamedNode(f"{EX}s{i}"), ox.NamedNode(EX + "p"), ox.Literal(str(i)), ox.NamedNode(f"{EX}g{i % 3}")) for i in range(9)]
+
+
+def crash_everywhere(tmp_path: Path, prepare: Callable[[StaticStore], object], write: Callable[[StaticStore], object]) -> int:
+    """Kills ``write`` after each of its write calls in turn; the store must come back as ``prepare``
+    left it every time. Returns the number of crash points tried."""
+    prepared = tmp_path / "prepared"
+    with StaticStore(prepared) as store:
+        prepare(store)
+    *before, version = snapshot(prepared)
+    counting = tmp_path / "counting"
+    shutil.copytree(prepared, counting)
+    calls = write_killed_after(counting, write, NO_KILL)
+    assert calls is not None and calls >= 2, "a write of one call needs no journal"
+    assert snapshot(counting)[:2] != tuple(before), "the write must change the store"
+    for kill_after in range(calls + 1):
+        crashed = tmp_path / f"crashed-{kill_after}"
+        shutil.copytree(prepared, crashed)
+        assert write_killed_after(crashed, write, kill_after) is None
+        assert (crashed / FILE_NAME).exists()  # written before the first step
+        *after, recovered_version = snapshot(crashed)
+        assert after == before, f"killed after {kill_after} of {calls} write calls"
+        assert not (crashed / FILE_NAME).exists()
+        assert recovered_version > version  # the content may have moved: a new version
+    return calls + 1
+
+
+@pytest.mark.slow  # the first test of the module also starts the fork server
+def test_a_killed_gsp_put_leaves_the_old_graph(tmp_path: Path) -> None:
+    tried = crash_everywhere(tmp_path, put_version_1, put_version_2)
+    assert tried >= 9  # 7 removals, one extend, and before the first
+
+
+def test_a_killed_put_that_creates_a_graph_leaves_no_graph(tmp_path: Path) -> None:
+    crash_everywhere(tmp_path, put_other_graph, put_version_1)
+
+
+def test_a_killed_multi_operation_update_leaves_the_store_as_before(tmp_path: Path) -> None:
+    tried = crash_everywhere(tmp_path, insert_state_a, update_several_operations)
+    assert tried >= 8
+
+
+def test_a_killed_graph_delete_leaves_the_graph(tmp_path: Path) -> None:
+    crash_everywhere(tmp_path, put_version_1, delete_g)
+
+
+def test_a_recovery_killed_midway_recovers_on_the_next_open(tmp_path: Path) -> None:
+    prepared = tmp_path / "prepared"
+    with StaticStore(prepared) as store:
+        put_version_1(store)
+    before = snapshot(prepared)[:2]
+    put = put_version_2
+    counting = tmp_path / "counting"
+    shutil.copytree(prepared, counting)
+    calls = write_killed_after(counting, put, NO_KILL)
+    crashed = tmp_path / "crashed"
+    shutil.copytree(prepared, crashed)
+    assert write_killed_after(crashed, put, calls) is None  # every step done, never committed
+    template = tmp_path / "template"
+    shutil.copytree(crashed, template)
+    recovery_calls = recover_killed_after(template, NO_KILL)
+    assert recovery_calls is not None and recovery_calls >= 2
+    for kill_after in range(1, recovery_calls + 1):
+        again = tmp_path / f"again-{kill_after}"
+        shutil.copytree(crashed, again)
+        assert recover_killed_after(again, kill_after) is None
+        assert (again / FILE_NAME).exists()
+        assert snapshot(again)[:2] == before, f"recovery killed after {kill_after} of {recovery_calls} calls"
+
+
+def test_a_journal_record_cut_short_is_ignored(tmp_path: Path) -> None:
+    directory = tmp_path / "store"
+    with StaticStore(directory) as store:
+        put_version_1(store)
+    before = snapshot(directory)[:2]
+    quad = ox.Quad(ox.NamedNode(EX + "s0"), ox.NamedNode(EX + "value"), ox.Literal("1-0"), ox.NamedNode(G))
+    # A record whose step never ran (it is written first): its quads must not be removed.
+    (directory / FILE_NAME).write_bytes(b"@remove\n" + str(quad).encode() + b" .\n@en")
+    assert snapshot(directory)[:2] == before
+    assert not (directory / FILE_NAME).exists()
+
+
+def test_a_dataset_posted_as_bytes_is_one_transaction(tmp_path: Path) -> None:
+    directory = tmp_path / "store"
+    assert write_killed_after(directory, post_dataset, NO_KILL) == 1
+    assert snapshot(directory)[0] == frozenset(DATASET)
