@@ -4,8 +4,10 @@
 of the store (pyoxigraph iterates a consistent snapshot) and writes two Parquet files with pyarrow:
 
 - ``quads.parquet``: int64 columns ``s, p, o, g``; ``g`` is 0 for the default graph. With ``FROM``
-  clauses the default graph is the merge of the ``FROM`` graphs (a set: a triple in two of them is
-  one triple), with ``FROM NAMED`` the named graphs are exactly those listed (SPARQL §13.2).
+  clauses the default graph is the union of the ``FROM`` graphs' triples as pyoxigraph reads it (a
+  triple in two of them counts twice, where SPARQL's RDF merge would count it once: the local cache
+  engine and the recompute oracle are pyoxigraph, and caches must agree with them), with ``FROM
+  NAMED`` the named graphs are exactly those listed (SPARQL §13.2).
 - ``dictionary.parquet``: ``id`` (int64) → ``term`` (N-Triples text) for every dictionary id.
 
 The dictionary is local to the snapshot (``SnapshotDictionary``): ids are stable within it and
@@ -103,7 +105,6 @@ def export_snapshot(static, pattern: n.Pattern, query: n.AlgebraQuery, data_dir:
     encode = dictionary.encode
     columns: tuple[list[int], ...] = ([], [], [], [])
     s_col, p_col, o_col, g_col = columns
-    merged: set[tuple[int, int, int]] = set()  # the FROM merge is a set of triples
     named_seen: dict[int, None] = {}
 
     def add(triple: tuple[int, int, int], g: int) -> None:
@@ -123,11 +124,10 @@ def export_snapshot(static, pattern: n.Pattern, query: n.AlgebraQuery, data_dir:
             continue
         triple = (encode(quad.subject), encode(quad.predicate), encode(quad.object))
         if to_default:
-            if reads.from_graphs is None:
-                add(triple, DEFAULT_GRAPH)
-            elif triple not in merged:
-                merged.add(triple)
-                add(triple, DEFAULT_GRAPH)
+            # Several FROM graphs make a default graph of each graph's triples, a triple held by two
+            # graphs counted twice, as pyoxigraph (the local cache engine and the recompute oracle)
+            # evaluates them; SPARQL's RDF merge would keep it once.
+            add(triple, DEFAULT_GRAPH)
         if to_named:
             add(triple, encode(graph))
 

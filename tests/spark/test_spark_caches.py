@@ -70,6 +70,18 @@ def test_an_unsupported_construct_is_evaluated_on_the_driver_and_noted(engine) -
     assert notes == ("evaluated by pyoxigraph on the driver: property path",)
 
 
+def test_a_triple_in_two_from_graphs_counts_as_pyoxigraph_counts_it(engine) -> None:
+    # Found by the random test below: the export kept a FROM list's triples as a set (SPARQL's RDF
+    # merge) while the local engine and the recompute oracle, pyoxigraph, read one row per graph.
+    triple = (ox.NamedNode(EX + "a"), ox.NamedNode(EX + "p"), ox.NamedNode(EX + "b"))
+    store = ox.Store()
+    store.extend([ox.Quad(*triple, ox.NamedNode(EX + g)) for g in ("g0", "g1")])
+    query, (cache,) = caches(
+        f"PREFIX : <{EX}> SELECT * FROM :g0 FROM :g1 WHERE {{ STREAM <{EX}s> [RANGE 1s] {{ ?x :q ?y }} ?x :p ?z }}"
+    )
+    assert len(assert_same(engine, query, cache, store).rows) == 2
+
+
 def test_inline_data_alone_is_evaluated_on_the_driver(engine) -> None:
     # The VALUES row of an instance of a stored query: no graph to scan, no job to start.
     query, (cache,) = caches(
