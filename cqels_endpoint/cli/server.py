@@ -120,38 +120,17 @@ def add_serve(commands) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     import logging
+    from dataclasses import fields
     from pathlib import Path
 
     from cqels_endpoint.config import ServerConfig
 
+    # Every flag is named after its ServerConfig field, but --cors-origin (repeatable, comma lists).
+    given = {field.name: getattr(args, field.name) for field in fields(ServerConfig) if hasattr(args, field.name)}
+    given["data_dir"] = Path(args.data_dir)
+    given["cors_origins"] = _cors_origins(args.cors_origin)
     try:
-        config = ServerConfig(
-            host=args.host,
-            port=args.port,
-            data_dir=Path(args.data_dir),
-            memory=args.memory,
-            auth_token=args.auth_token,
-            query_timeout=args.query_timeout,
-            max_body_mb=args.max_body_mb,
-            allow_remote=args.allow_remote,
-            demo=args.demo,
-            cache_engine=args.cache_engine,
-            spark_master=args.spark_master,
-            rebuild_debounce_ms=args.rebuild_debounce_ms,
-            lateness_ms=args.lateness_ms,
-            max_future_ms=args.max_future_ms,
-            stream_base=args.stream_base,
-            threads=args.threads,
-            replay_buffer=args.replay_buffer,
-            subscriber_queue=args.subscriber_queue,
-            keepalive_s=args.keepalive_s,
-            log_level=args.log_level,
-            read_only=args.read_only,
-            cors_origins=_cors_origins(args.cors_origin),
-            max_window_triples=args.max_window_triples,
-            max_tick_rows=args.max_tick_rows,
-            limit_action=args.limit_action,
-        )
+        config = ServerConfig(**given)
     except ValueError as error:
         print(f"cqels serve: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -60,8 +60,18 @@ class Evaluator(Protocol):
         """The ``(plan node, operator)`` of each static cache the engine's cache engine builds."""
         ...
 
-    def install_caches(self, builds: Sequence[tuple[Any, Sequence[tuple]]]) -> None:
-        """Replaces the rows of cache operators (``(operator, rows)`` pairs) between evaluations."""
+    # The engine changes the content of ``caches`` through these three, and only for an evaluator
+    # that has caches (re-evaluation and an instance's view have none): see ``IncrementalEvaluator``.
+    def stage_cache(self, operator: Any, added: Sequence[tuple], removed: Sequence[tuple]) -> None:
+        """Stages one part of a cache's change (rows of pyoxigraph terms); evaluations do not see it yet."""
+        ...
+
+    def release_caches(self, operators: Sequence[Any]) -> None:
+        """The staged changes of ``operators`` enter together with the next evaluation."""
+        ...
+
+    def discard_caches(self, operators: Sequence[Any]) -> None:
+        """Undoes the staged changes of ``operators``."""
         ...
 
     def close(self) -> None:

@@ -218,12 +218,6 @@ class InstanceView:
     def on_static_change(self) -> None:
         """Nothing to do: the group's caches are rebuilt and installed like a query's."""
 
-    def install_caches(self, builds) -> None:
-        """An instance has no caches (``caches`` is empty), so the engine gives it no builds."""
-        if builds:
-            msg = "the caches of an instance group are installed on its driver's evaluator"
-            raise TypeError(msg)
-
     def explain(self) -> str:
         group = self.group
         count = len(group)

@@ -164,11 +164,6 @@ class RecomputeEvaluator:
     caches: tuple = ()
     describe_cache = None
 
-    def install_caches(self, builds) -> None:
-        if builds:
-            msg = "a re-evaluated query has no static caches to install"
-            raise TypeError(msg)
-
     def close(self) -> None:
         """Drops the window copies and the static copy (the in-memory store)."""
         self.store = ox.Store()

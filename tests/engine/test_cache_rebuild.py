@@ -7,6 +7,7 @@ old caches without losing events; bursts coalesce; failures keep the old cache a
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import Counter
@@ -493,11 +494,18 @@ def test_a_failed_rebuild_shows_in_queries_until_one_succeeds() -> None:
     client = create_app(store, ServerConfig(memory=True), engine=engine).test_client()
     response = client.put("/queries/q?r2s=RSTREAM", data=QUERY, content_type="application/sparql-query")
     assert response.status_code == 201, response.data
-    assert client.get("/queries").get_json()["queries"][0]["cache_errors"] == []
+    # A template's instances share a plan (``t#1``), whose cache failures show under the template.
+    response = client.put("/queries/t", data="# @param ?a\n" + QUERY, content_type="application/sparql-query")
+    assert response.status_code == 201, response.data
+    binding = json.dumps({"name": "one", "bindings": {"a": {"type": "uri", "value": EX + "a"}}})
+    response = client.post("/queries/t/instances", data=binding, content_type="application/json")
+    assert response.status_code == 201, response.data
+    assert [q["cache_errors"] for q in client.get("/queries").get_json()["queries"]] == [[], []]
     outage.down = True
     store.update(PREFIX + "INSERT DATA { :b :r :d2 }")
     assert not engine.wait_for_caches(0.3)
-    [summary] = client.get("/queries").get_json()["queries"]
+    summary, template = client.get("/queries").get_json()["queries"]
+    assert [(f["query"], f["error"]) for f in template["cache_errors"]] == [("t#1", "ConnectionError: cache cluster unreachable")]
     [failure] = summary["cache_errors"]
     assert failure["query"] == "q" and failure["error"] == "ConnectionError: cache cluster unreachable"
     assert failure["failures"] >= 1 and failure["version"] == 1
@@ -510,7 +518,7 @@ def test_a_failed_rebuild_shows_in_queries_until_one_succeeds() -> None:
     assert {r["d"].value for r in engine.queries["q"].snapshot()} == {EX + "d1"}
     outage.down = False
     assert engine.wait_for_caches(60)
-    assert client.get("/queries").get_json()["queries"][0]["cache_errors"] == []
+    assert [q["cache_errors"] for q in client.get("/queries").get_json()["queries"]] == [[], []]
     assert client.get("/queries/q").get_json()["cache_errors"] == []
     engine.advance(2)
     assert {r["d"].value for r in engine.queries["q"].snapshot()} == {EX + "d1", EX + "d2"}
