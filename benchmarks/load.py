@@ -21,7 +21,8 @@ Ten queries, ISTREAM, registered before the first push:
 
 Twenty SSE subscribers, two per query, in two subscriber processes. They count rows and record
 which events they saw; a subscriber the server drops resumes with ``Last-Event-ID`` (the server
-runs with a replay buffer and subscriber queue large enough that none should need to).
+runs with the default replay buffer, 1,000 emissions per query, and a subscriber queue of 200,000
+emissions, so that a subscriber falling behind while the clients push is not dropped).
 
 Checked at the end (the run fails loudly otherwise): ``GET /streams`` counts exactly the pushed
 events as accepted, none rejected; both subscribers of every ``select``/``filter`` query saw
@@ -100,7 +101,7 @@ def start_server(port: int, data_dir: str) -> subprocess.Popen:
     command = [
         sys.executable, "-m", "cqels_endpoint.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
         "--memory", "--data-dir", data_dir, "--cache-engine", "local", "--threads", "48",
-        "--replay-buffer", "200000", "--subscriber-queue", "200000", "--keepalive-s", "5",
+        "--subscriber-queue", "200000", "--keepalive-s", "5",
     ]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
