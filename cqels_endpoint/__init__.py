@@ -2,5 +2,15 @@
 
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.query.parser import parse_query, parse_update
+from cqels_endpoint.runtime.functions.extensions import register_function, registered_functions, unregister_function
+from cqels_endpoint.runtime.functions.xsd import ExpressionError
 
-__all__ = ["Engine", "parse_query", "parse_update"]
+__all__ = [
+    "Engine",
+    "ExpressionError",
+    "parse_query",
+    "parse_update",
+    "register_function",
+    "registered_functions",
+    "unregister_function",
+]

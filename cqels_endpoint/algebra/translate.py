@@ -26,7 +26,9 @@ Streams:
   ``FROM NAMED WINDOW <w> ON <s> [...]`` declares; ``WINDOW ?w { P }`` is the union, over the
   declared windows in declaration order, of ``P`` on that window joined with ``?w`` bound to its
   name (as ``GRAPH ?g`` ranges over the named graphs);
-- with ``FROM STREAM <s> [...]`` the window is the default graph, so the BGPs outside ``GRAPH``
+- CQELS-QL 2.0 ``STREAM <s> { … }`` without a window reads the window of ``FROM STREAM <s> [...]``,
+  which then only declares it (it leaves the default graph);
+- otherwise, with ``FROM STREAM <s> [...]`` the window is the default graph, so the BGPs outside ``GRAPH``
   (sub-selects and EXISTS included) become ``StreamPattern``s over it. With several
   ``FROM STREAM`` clauses, or with ``FROM <g>`` beside them, the default graph is the RDF merge of
   the windows (and of the static default graph): each triple pattern then matches the set union of
@@ -53,7 +55,8 @@ from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError, QuerySyntaxError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import QueryForm
-from cqels_endpoint.query.windows import WindowConfig
+from cqels_endpoint.query.visit import walk
+from cqels_endpoint.query.windows import DirectionalWindow, PolicyWindow, WindowConfig, format_window
 from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
 
@@ -114,7 +117,8 @@ class _Translator:
 
     def translate(self) -> n.AlgebraQuery:
         form = self.query.form
-        default_source = self._dataset(form.datasets)
+        self._check_windows()
+        default_source = self._dataset(form.datasets, form.where)
         where = form.where if form.where is not None else ast.GroupGraphPattern(())
         first = n.ParameterTable(self.parameters, ()) if self.parameters else n.EMPTY
         pattern = self._group(where, default_source, first)
@@ -141,9 +145,40 @@ class _Translator:
                 return n.AlgebraQuery(QueryForm.DESCRIBE, pattern, describe=described, **common)
         raise TypeError(f"not a query form: {form!r}")
 
-    def _dataset(self, datasets: tuple[ast.Dataset, ...]) -> _DefaultGraph | None:
-        """Checks the dataset clauses; returns what the default graph is made of, if not only static."""
-        stream_defaults = [d for d in datasets if isinstance(d, ast.StreamDataset)]
+    def _check_windows(self) -> None:
+        """Rejects the CQELS-QL 2.0 windows the parser reads but the engine does not execute yet:
+        directional (FUTURE, count-directional) windows and EMIT / LATENESS clauses."""
+        for node in walk(self.query):
+            if not isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern)):
+                continue
+            window = node.window
+            extent = window.window if isinstance(window, PolicyWindow) else window
+            if isinstance(extent, DirectionalWindow):
+                kind = "count-directional" if extent.count else "directional"
+                self._fail(
+                    f"the {kind} window {format_window(window)} is not executed by this engine yet; "
+                    "use a backward window such as [RANGE d] or [RANGE d STEP s]",
+                    node,
+                )
+            if isinstance(window, PolicyWindow) and window.emit is not None:
+                hint = "remove it: results are emitted at every evaluation"
+                self._fail(f"EMIT in {format_window(window)} is not executed by this engine yet; {hint}", node)
+            if isinstance(window, PolicyWindow):
+                hint = "remove it; the server's --lateness-ms lets events be that late on every stream"
+                self._fail(f"LATENESS in {format_window(window)} is not executed by this engine yet; {hint}", node)
+
+    def _dataset(
+        self, datasets: tuple[ast.Dataset, ...], where: ast.GroupGraphPattern | None
+    ) -> _DefaultGraph | None:
+        """Checks the dataset clauses; returns what the default graph is made of, if not only static.
+
+        A ``FROM STREAM`` whose window a CQELS-QL 2.0 ``STREAM Name { … }`` block reads (one without
+        a window of its own) only declares that window, as in CQELS-QL 2.0: it is not part of the
+        default graph, so the patterns outside the block read the static data."""
+        declared = {
+            node.stream for node in walk(where) if isinstance(node, ast.StreamPattern) and node.declared
+        }
+        stream_defaults = [d for d in datasets if isinstance(d, ast.StreamDataset) and d.stream not in declared]
         static_defaults = [d for d in datasets if isinstance(d, ast.DatasetClause) and not d.named]
         for window in (d for d in datasets if isinstance(d, ast.NamedWindow)):
             if window.name in self.named_windows:
@@ -465,6 +500,8 @@ class _Translator:
                     return ast.BuiltinCall(name, tuple(convert(a) for a in args), span=e.span)
                 case ast.FunctionCall(iri, args, distinct):
                     return ast.FunctionCall(iri, tuple(convert(a) for a in args), distinct, span=e.span)
+                case ast.Seq():
+                    self._fail("SEQ (complex event processing) is parsed but not executed by this engine yet", e)
             return e
 
         return convert(expr)

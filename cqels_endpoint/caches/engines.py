@@ -21,6 +21,7 @@ from cqels_endpoint.algebra.to_sparql import needs_store_graphs, to_sparql
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
+from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.terms import IRI
 
 StaticSource = object
@@ -71,7 +72,8 @@ class LocalCacheEngine:
 def static_solutions(static: StaticSource, text: str) -> Iterator[ox.QuerySolution]:
     """The solutions of the SELECT ``text`` over the static data."""
     store = ox.Store() if static is None else static
-    options = {}
+    # The extension functions (runtime.functions.extensions) a FILTER or BIND of the cache may call.
+    options: dict = {"custom_functions": custom_functions()}
     if MEDIAN_IRI in text:
         # MEDIAN is a pyoxigraph custom aggregate in to_sparql text, which a StaticStore's one-shot
         # query cannot take: evaluate on a pyoxigraph copy of its quads instead.

@@ -47,6 +47,7 @@ from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.caches.delta import CacheDelta
 from cqels_endpoint.caches.engines import CacheBuild, CacheEngine
 from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
+from cqels_endpoint.config import DEFAULT_STREAM_BASE
 from cqels_endpoint.engine.clocks import ClockStore
 from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
 from cqels_endpoint.engine.emission import Term
@@ -109,11 +110,13 @@ class Engine:
         limits: Limits | None = None,
         cache_install_rows: int = 1000,
         max_future_ms: int | None = None,
+        stream_base: str = DEFAULT_STREAM_BASE,
     ):
         if cache_install_rows < 1:
             msg = f"cache_install_rows must be ≥ 1, not {cache_install_rows}"
             raise ArgumentError(msg)
         self.cache_install_rows = cache_install_rows
+        self.stream_base = stream_base  # what a bare stream name in a query stands under (parse_query)
         self.store = _static_store(store)
         self.limits = limits or Limits()
         # A cache engine made here from its name is this Engine's to close; one passed in is the caller's.
@@ -176,7 +179,7 @@ class Engine:
         the engine cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
         """
         mode = Mode.choose(mode, "mode")
-        return self._register(text, self._prepare(to_algebra(parse_query(text)), r2s), name, mode, origin_ms)
+        return self._register(text, self._prepare(to_algebra(parse_query(text, stream_base=self.stream_base)), r2s), name, mode, origin_ms)
 
     def _register(
         self, text: str, planned: tuple[n.AlgebraQuery, R2S, list[StreamTriple]], name: str | None, mode: Mode, origin_ms: int | None
@@ -211,7 +214,7 @@ class Engine:
         """A parameterised query: ``text`` parsed once, its parameters those its ``# @param ?var``
         lines declare followed by ``parameters`` (names without ``?``). Raises what ``register``
         would for the template, and ``QuerySyntaxError`` for a bad or unused parameter."""
-        parsed = parse_query(text)
+        parsed = parse_query(text, stream_base=self.stream_base)
         return make_template(parsed, (*declared_parameters(text), *parameters))
 
     def check_template(self, template: Template, r2s: str | None = None, mode: str = "incremental") -> None:
@@ -344,7 +347,7 @@ class Engine:
     def check(self, text: str, r2s: str | None = None, mode: str = "incremental") -> None:
         """Raises what ``register`` would for ``text``, ``r2s`` and ``mode`` (bad text, a plan the
         engine cannot run, a bad argument) without registering anything or building a cache."""
-        self._check(to_algebra(parse_query(text)), r2s, mode)
+        self._check(to_algebra(parse_query(text, stream_base=self.stream_base)), r2s, mode)
 
     def _check(self, algebra: n.AlgebraQuery, r2s: str | None, mode: str) -> None:
         mode = Mode.choose(mode, "mode")

@@ -47,6 +47,7 @@ from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
+from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.terms import IRI, Var
 
 Row = dict[str, ox.NamedNode | ox.BlankNode | ox.Literal]
@@ -116,7 +117,7 @@ class RecomputeEvaluator:
         if self._static_dirty:
             self._copy_static()
         self.evaluations += 1
-        solutions = self.store.query(self.sparql, custom_aggregate_functions=CUSTOM_AGGREGATES)
+        solutions = self.store.query(self.sparql, custom_aggregate_functions=CUSTOM_AGGREGATES, custom_functions=custom_functions())
         if isinstance(solutions, ox.QueryBoolean):
             rows = [{}] if solutions else []
         else:

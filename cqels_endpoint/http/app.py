@@ -71,7 +71,12 @@ def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -
     caches = cache_engine(config.cache_engine, config.spark_master, start=False)
     limits = Limits(config.max_window_triples or None, config.max_tick_rows or None, config.limit_action)
     engine = Engine(
-        store, config.lateness_ms, cache_engine=caches, rebuild_debounce_ms=config.rebuild_debounce_ms, limits=limits
+        store,
+        config.lateness_ms,
+        cache_engine=caches,
+        rebuild_debounce_ms=config.rebuild_debounce_ms,
+        limits=limits,
+        stream_base=config.stream_base,
     )
     return Endpoint(store, config, engine, spark=caches.session_holder if isinstance(caches, SparkCacheEngine) else None)
 

@@ -32,6 +32,7 @@ from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.auth import denial_reason
 from cqels_endpoint.http.negotiation import choose
 from cqels_endpoint.http.params import base_iri_of, is_utf8_charset
+from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS, StaticStore
 from cqels_endpoint.static_store.shape import query_shape
 
@@ -109,7 +110,11 @@ class ProtocolFastPath:
 
         def evaluate() -> Answer:
             result = self._store.query(
-                text, base_iri=base, timeout=self._config.query_timeout, allow_remote=self._config.allow_remote
+                text,
+                base_iri=base,
+                timeout=self._config.query_timeout,
+                allow_remote=self._config.allow_remote,
+                custom_functions=custom_functions(),
             )
             headers = [("Content-Type", fmt.content_type), ("Vary", "Accept")]
             return "200 OK", headers, result.serialize(fmt.media_type)

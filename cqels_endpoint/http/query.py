@@ -14,6 +14,7 @@ from flask import Blueprint, Response
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.negotiation import negotiated
 from cqels_endpoint.http.params import base_iri, iris, operation_and_params, single
+from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS
 
 SPARQL_QUERY = "application/sparql-query"
@@ -37,6 +38,7 @@ def query() -> Response:
         named_graph_uris=named_graphs or None,
         timeout=config.query_timeout,
         allow_remote=config.allow_remote,
+        custom_functions=custom_functions(),
     )
     fmt = negotiated(GRAPH_FORMATS if result.is_graph else RESULTS_FORMATS, single(params, "format", "give one"))
     response = Response(result.serialize(fmt.media_type), content_type=fmt.content_type)

@@ -22,13 +22,22 @@ from dataclasses import replace
 
 from lark import Token
 
+from cqels_endpoint.config import DEFAULT_STREAM_BASE
 from cqels_endpoint.errors import QuerySyntaxError, Span
 from cqels_endpoint.query import ast
 from cqels_endpoint.query._durations import parse_duration
 from cqels_endpoint.query._iri import resolve_iri
 from cqels_endpoint.query._lexical import Source, unescape_local_name, unescape_string
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow
+from cqels_endpoint.query.windows import (
+    AllWindow,
+    DirectionalWindow,
+    NowWindow,
+    PolicyWindow,
+    RangeWindow,
+    TriplesWindow,
+    WindowConfig,
+)
 from cqels_endpoint.terms import (
     IRI,
     RDF_FIRST,
@@ -73,9 +82,20 @@ def _flatten(lists: list) -> list:
 class AstBuilder:
     """Builds one query or update; not reusable (it keeps the prologue and blank-node state)."""
 
-    def __init__(self, source: Source, base_iri: str | None, *, allow_streams: bool = True):
+    def __init__(
+        self,
+        source: Source,
+        base_iri: str | None,
+        *,
+        allow_streams: bool = True,
+        stream_base: str = DEFAULT_STREAM_BASE,
+    ):
         self.source = source
         self.base = base_iri
+        self.stream_base = stream_base
+        # FROM STREAM windows by stream, for the window-less CQELS-QL 2.0 ``STREAM Name { … }``
+        # (the FROM clauses are reduced before the WHERE clause that reads them).
+        self._declared_windows: dict[IRI, WindowConfig] = {}
         self.declared_base: str | None = None
         self.prefixes: dict[str, str] = {}
         self.allow_streams = allow_streams
@@ -246,7 +266,10 @@ class AstBuilder:
         return "offset", children[0]
 
     def integer(self, at, children):
-        return int(children[0])
+        # LIMIT/OFFSET: past 2^63 no result has that many rows, so the value is clamped there, which
+        # changes no answer and spares converting thousands of digits (Python refuses to).
+        digits = children[0].value.lstrip("0") or "0"
+        return _HUGE_COUNT if len(digits) > len(str(_HUGE_COUNT)) else min(int(digits), _HUGE_COUNT)
 
     def values_clause(self, at, children):
         if not children:
@@ -684,6 +707,42 @@ class AstBuilder:
             name.upper(), expr, distinct is not None, separator[0] if separator else None, span=self._span(at)
         )
 
+    def seq_expression(self, at, children):
+        _, *steps = children
+        return ast.Seq(tuple(steps), span=self._span(at))
+
+    def seq_step(self, at, children):
+        negated, var, quantifier, alias = children
+        minimum, maximum = quantifier if quantifier is not None else (1, 1)
+        return ast.SeqStep(var, negated is not None, minimum, maximum, alias, span=self._span(at))
+
+    def seq_not(self, at, children):
+        return True
+
+    def seq_one_or_more(self, at, children):
+        return 1, None
+
+    def seq_zero_or_more(self, at, children):
+        return 0, None
+
+    def seq_optional(self, at, children):
+        return 0, 1
+
+    def seq_exactly(self, at, children):
+        count = self._seq_count(children[0])
+        return count, count
+
+    def seq_between(self, at, children):
+        low, high = children
+        minimum, maximum = self._seq_count(low), self._seq_count(high)
+        if minimum > maximum:
+            msg = f"a SEQ quantifier {{{low},{high}}} needs its minimum at most its maximum"
+            raise self._error(msg, low.start_pos, high.end_pos)
+        return minimum, maximum
+
+    def _seq_count(self, token: Token) -> int:
+        return self._bounded_int(token, f"a SEQ quantifier counts at most {MAX_COUNT} events", MAX_COUNT)
+
     def function_call(self, at, children):
         iri, (distinct, args) = children
         return ast.FunctionCall(iri, args, distinct, span=self._span(at))
@@ -701,10 +760,37 @@ class AstBuilder:
 
     # ------------------------------------------------------------------ CQELS / RSP-QL / C-SPARQL
 
+    def stream_short_name(self, at, children):
+        """A bare CQELS-QL 2.0 stream name: the stream ``stream_base`` + name, as over HTTP."""
+        return IRI(self.stream_base + str(children[0]), span=self._span(at))
+
     def stream_dataset(self, at, children):
         keyword, stream, window = children
         self._continuous_only("FROM STREAM", keyword.start_pos, keyword.end_pos)
+        self._declared_windows.setdefault(stream, window)
         return ast.StreamDataset(stream, window, span=self._span(at))
+
+    def static_graph(self, at, children):
+        # ``STATIC <g> …`` or ``[NAMED] <g> …``: the first child is the STATIC or NAMED keyword (or None).
+        keyword, graph, *options = children
+        static = keyword is not None and keyword.upper() == "STATIC"
+        named = keyword is not None and not static
+        depth = next((value for kind, value in options if kind == "depth"), None)
+        cache_ms = next((value for kind, value in options if kind == "cache"), None)
+        for kind in ("depth", "cache"):
+            repeated = [value for option_kind, value in options if option_kind == kind]
+            if len(repeated) > 1:
+                word = "WITH DEPTH" if kind == "depth" else "CACHE"
+                raise self._error_at(f"{word} is given twice for {stream_name(graph)}; give it once", self._span(at))
+        return ast.DatasetClause(
+            graph, named=named, static=static, depth=depth, cache_ms=cache_ms, span=self._span(at)
+        )
+
+    def static_depth(self, at, children):
+        return "depth", self._bounded_int(children[0], f"WITH DEPTH is at most {MAX_COUNT}", MAX_COUNT)
+
+    def static_cache(self, at, children):
+        return "cache", self._duration(children[0])
 
     def named_window(self, at, children):
         named, window_keyword, name, stream, window = children
@@ -724,20 +810,78 @@ class AstBuilder:
             msg = "a STREAM block takes one window, before or after the stream name, not both"
             raise self._error_at(msg, span)
         window = window_before if window_before is not None else window_after
-        if window is None:
+        declared = window is None and stream in self._declared_windows
+        if declared:
+            window = self._declared_windows[stream]
+        elif window is None:
             msg = (
                 f"STREAM {stream_name(stream)} needs a window, "
-                "e.g. [RANGE 30s], [RANGE 1m SLIDE 10s], [NOW] or [TRIPLES 10]"
+                "e.g. [RANGE 30s], [RANGE 1m SLIDE 10s], [NOW] or [TRIPLES 10], "
+                "or a FROM STREAM clause declaring one for it"
             )
             raise self._error_at(msg, _cover(self._token_span(keyword), stream.span))
         # A nested STREAM block was checked when built, so it holds a triple pattern: the walk stops
         # there, which keeps nested blocks linear (walking each one to its bottom was quadratic).
         if not any(isinstance(node, (ast.TriplePattern, ast.StreamPattern)) for node in walk(pattern)):
             raise self._error_at("a STREAM block needs at least one triple pattern", span)
-        return ast.StreamPattern(stream, window, pattern, span=span)
+        return ast.StreamPattern(stream, window, pattern, declared, span=span)
 
     def window(self, at, children):
         return children[0]
+
+    def window_with_policy(self, at, children):
+        window, (emit, lateness_ms) = children
+        return PolicyWindow(window, emit, lateness_ms)
+
+    def window_policy(self, at, children):
+        if len(children) == 1:  # LATENESS d alone
+            return None, self._duration(children[0])
+        emit, lateness = children
+        return emit.upper(), (self._duration(lateness) if lateness is not None else None)
+
+    def past_window(self, at, children):
+        """``[PAST p]`` is ``[RANGE p]`` (the spec: "explicit form of [RANGE Ns]"), with ``STEP s``
+        ``[RANGE p STEP s]``; with a FUTURE extent it is directional."""
+        _, past, _, future, step = children
+        if future is None:
+            if step is None:
+                return RangeWindow(self._positive_range(past))
+            return self._sliding(at, past, step, "PAST", "STEP")
+        return self._directional(past, future, step)
+
+    def past_future_window(self, at, children):
+        past, _, future, step = children
+        return self._directional(past, future, step)
+
+    def future_window(self, at, children):
+        _, future, step = children
+        return self._directional(None, future, step)
+
+    def _directional(self, past: Token | None, future: Token, step: Token | None) -> DirectionalWindow:
+        past_ms = self._duration(past) if past is not None else 0
+        future_ms = self._duration(future)
+        if future_ms <= 0:
+            raise self._error("a window FUTURE must be longer than 0", future.start_pos, future.end_pos)
+        step_ms = self._duration(step) if step is not None else None
+        if step_ms is not None and step_ms <= 0:
+            raise self._error("a window STEP must be longer than 0", step.start_pos, step.end_pos)
+        return DirectionalWindow(past_ms, future_ms, step_ms)
+
+    def count_directional_window(self, at, children):
+        _, past, _, future = children
+        return self._count_directional(past, future)
+
+    def count_future_window(self, at, children):
+        _, future = children
+        return self._count_directional(None, future)
+
+    def _count_directional(self, past: Token | None, future: Token | None) -> DirectionalWindow:
+        past_count = self._window_triples(past) if past is not None else 0
+        future_count = self._window_triples(future) if future is not None else 0
+        if not past_count and not future_count:
+            token = future if future is not None else past
+            raise self._error("a TRIPLES window needs at least 1 triple", token.start_pos, token.end_pos)
+        return DirectionalWindow(past_count, future_count, count=True)
 
     def _duration(self, token: Token) -> int:
         try:
@@ -756,15 +900,23 @@ class AstBuilder:
 
     def sliding_window(self, at, children):
         range_token, slide_token = children
+        between = self.source.text[range_token.end_pos : slide_token.start_pos]
+        return self._sliding(at, range_token, slide_token, "RANGE", _KEYWORD.search(between).group(0).upper())
+
+    def slide_step_window(self, at, children):
+        """CQELS-QL 2.0 ``[SLIDE d STEP s]``, its spelling of ``[RANGE d STEP s]``: ``d`` is the
+        window's extent (the spec: "equivalent sliding-window spelling")."""
+        extent_token, step_token = children
+        return self._sliding(at, extent_token, step_token, "SLIDE", "STEP")
+
+    def _sliding(self, at, range_token: Token, slide_token: Token, extent: str, keyword: str) -> RangeWindow:
         range_ms = self._positive_range(range_token)
         slide_ms = self._duration(slide_token)
-        between = self.source.text[range_token.end_pos : slide_token.start_pos]
-        keyword = _KEYWORD.search(between).group(0).upper()
         if slide_ms <= 0:
             raise self._error(f"a window {keyword} must be longer than 0", slide_token.start_pos, slide_token.end_pos)
         if slide_ms > range_ms:
             msg = (
-                f"{keyword} {slide_token.value} is longer than RANGE {range_token.value}: "
+                f"{keyword} {slide_token.value} is longer than {extent} {range_token.value}: "
                 "triples arriving between two windows would never be seen; "
                 f"use a {keyword} of at most {range_token.value}"
             )
@@ -783,17 +935,29 @@ class AstBuilder:
 
     def triples_window(self, at, children):
         token = children[0]
-        count = int(token)
+        count = self._window_triples(token)
         if count < 1:
             raise self._error("a TRIPLES (COUNT) window needs at least 1 triple", token.start_pos, token.end_pos)
-        if count > MAX_WINDOW_TRIPLES:
-            msg = f"a TRIPLES (COUNT) window holds at most {MAX_WINDOW_TRIPLES} triples"
-            raise self._error(msg, token.start_pos, token.end_pos)
         return TriplesWindow(count)
+
+    def _window_triples(self, token: Token) -> int:
+        msg = f"a TRIPLES (COUNT) window holds at most {MAX_WINDOW_TRIPLES} triples"
+        return self._bounded_int(token, msg, MAX_WINDOW_TRIPLES)
+
+    def _bounded_int(self, token: Token, message: str, maximum: int) -> int:
+        """An INTEGER token's value, ``message`` past ``maximum`` (its digits are counted first:
+        Python refuses to convert an integer of thousands of digits)."""
+        digits = token.value.lstrip("0") or "0"
+        if len(digits) > len(str(maximum)) or int(digits) > maximum:
+            raise self._error(message, token.start_pos, token.end_pos)
+        return int(digits)
 
 
 # A count the engine's 64-bit window states hold with room to spare (memory runs out long before).
 MAX_WINDOW_TRIPLES = 1 << 53
+_HUGE_COUNT = 1 << 63
+# Reference hops and SEQ repetitions: far past anything a query can mean, well inside an int.
+MAX_COUNT = 1 << 31
 
 
 def _string_value(token: Token) -> str:

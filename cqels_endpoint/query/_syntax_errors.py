@@ -46,7 +46,8 @@ _TERMINAL_WORDS = {
     "DECIMAL_NEGATIVE": "a number",
     "DOUBLE_NEGATIVE": "a number",
     "DURATION": "a duration such as 30s",
-    "REGISTER_NAME": "a query name",
+    "REGISTER_NAME": "a name",
+    "EMIT_POLICY": "ON_UPDATE, ON_CLOSE or EARLY_AND_FINAL",
     "$END": "the end of the query",
 }
 _NUMBERS = {"INTEGER", "DECIMAL", "DOUBLE"}
@@ -117,13 +118,18 @@ def _unexpected(
 
     if bases == {"DURATION"} and word_start == start and unmangled(token_type or "") in _NUMBERS:
         number = found
+        unit_end = _word_end(text, end)
+        if unit_end > end:
+            unit = text[end:unit_end]
+            msg = f"{unit!r} is not a duration unit; use ms, s, m, h, d or w, e.g. {number}s or {number}m"
+            return source.error(msg, start, unit_end)
         return source.error(f"window size needs a unit, e.g. {number}s or {number}ms", start, end)
     if bases >= _WINDOW_KEYWORDS or (bases == {"DURATION"} and word_start < start and _opens_window(text, word_start)):
         word_end = _word_end(text, word_start)
         word = text[word_start:word_end] or text[word_start : word_start + 1]
         msg = (
             f"unknown window {word!r}; a window is "
-            "[RANGE d], [RANGE d SLIDE d], [RANGE d TUMBLING], [NOW], [ALL] or [TRIPLES n]"
+            "[RANGE d], [RANGE d SLIDE d], [RANGE d TUMBLING], [SLIDE d STEP d], [NOW], [ALL] or [TRIPLES n]"
         )
         return source.error(msg, word_start, max(word_end, word_start + 1))
     if bases == {"DURATION"}:

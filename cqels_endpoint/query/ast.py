@@ -155,6 +155,25 @@ class Aggregate(Node):
     separator: str | None = None
 
 
+@dataclass(frozen=True)
+class SeqStep(Node):
+    """One argument of ``SEQ``: ``NOT? ?var quantifier? (AS ?alias)?``, the quantifier as
+    ``minimum``..``maximum`` occurrences (``maximum`` None: unbounded; no quantifier: 1..1)."""
+
+    var: Var
+    negated: bool = False
+    minimum: int = 1
+    maximum: int | None = 1
+    alias: Var | None = None
+
+
+@dataclass(frozen=True)
+class Seq(Node):
+    """CQELS-QL 2.0 ``SEQ(step ; step ; …)``, a sequence of events (complex event processing)."""
+
+    steps: tuple[SeqStep, ...]
+
+
 Expression = (
     Var
     | IRI
@@ -166,6 +185,7 @@ Expression = (
     | FunctionCall
     | Exists
     | Aggregate
+    | Seq
 )
 
 
@@ -251,6 +271,9 @@ class StreamPattern(Node):
     stream: IRI | Var
     window: WindowConfig
     pattern: GroupGraphPattern
+    # CQELS-QL 2.0 ``STREAM Name { … }``: no window of its own, it reads the window of the query's
+    # ``FROM STREAM Name [window]``, which then only declares that window (``algebra.translate``).
+    declared: bool = False
 
 
 @dataclass(frozen=True)
@@ -290,10 +313,17 @@ GroupElement = (
 
 @dataclass(frozen=True)
 class DatasetClause(Node):
-    """``FROM <g>`` or ``FROM NAMED <g>``"""
+    """``FROM <g>`` or ``FROM NAMED <g>``, with the CQELS-QL 2.0 options ``FROM [STATIC] <g> [WITH
+    DEPTH n] [CACHE d]`` as written (``static`` is the STATIC keyword). The engine follows every hop
+    the query's static patterns write (``depth`` bounds nothing further) and keeps static caches
+    fresh by rebuilding them on each change, not by age (``cache_ms`` is recorded, not a timer):
+    docs/ARCHITECTURE.md, "CQELS-QL 2.0 syntax"."""
 
     iri: IRI
     named: bool = False
+    static: bool = False
+    depth: int | None = None
+    cache_ms: int | None = None
 
 
 @dataclass(frozen=True)

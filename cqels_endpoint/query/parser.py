@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from lark import Lark
 from lark.exceptions import UnexpectedInput
 
+from cqels_endpoint.config import DEFAULT_STREAM_BASE
 from cqels_endpoint.errors import QuerySyntaxError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query._builder import AstBuilder
@@ -72,14 +73,22 @@ class _Grammar:
 _GRAMMAR = _Grammar()
 
 
-def parse_query(text: str, base_iri: str | None = None, *, allow_streams: bool = True) -> ast.Query:
-    """Parse a SPARQL 1.1 / CQELS query into an ``ast.Query``.
+def parse_query(
+    text: str,
+    base_iri: str | None = None,
+    *,
+    allow_streams: bool = True,
+    stream_base: str = DEFAULT_STREAM_BASE,
+) -> ast.Query:
+    """Parse a SPARQL 1.1 / CQELS / CQELS-QL 2.0 query into an ``ast.Query``.
 
     ``base_iri`` resolves relative IRIs (a ``BASE`` in the text takes over from it); without one
-    they stay relative. With ``allow_streams=False`` (one-shot queries) STREAM, WINDOW,
-    FROM STREAM, FROM NAMED WINDOW and REGISTER are errors. Raises ``QuerySyntaxError``.
+    they stay relative. A bare stream name (``FROM STREAM Sensors [NOW]``) is the stream
+    ``stream_base`` + name, as a short name is over HTTP (``ServerConfig.stream_base``). With
+    ``allow_streams=False`` (one-shot queries) STREAM, WINDOW, FROM STREAM, FROM NAMED WINDOW and
+    REGISTER are errors. Raises ``QuerySyntaxError``.
     """
-    query = _parse(text, "query_unit", base_iri, allow_streams)
+    query = _parse(text, "query_unit", base_iri, allow_streams, stream_base)
     with _depth_guard(text):
         check_query(query)
     return query
@@ -87,7 +96,7 @@ def parse_query(text: str, base_iri: str | None = None, *, allow_streams: bool =
 
 def parse_update(text: str, base_iri: str | None = None) -> ast.Update:
     """Parse a SPARQL 1.1 Update request into an ``ast.Update``. Raises ``QuerySyntaxError``."""
-    update = _parse(text, "update_unit", base_iri, True)
+    update = _parse(text, "update_unit", base_iri, True, DEFAULT_STREAM_BASE)
     with _depth_guard(text):
         check_update(update)
     return update
@@ -98,10 +107,10 @@ def _handler_for(rule_name: str):
     return None if name.startswith("_") else getattr(AstBuilder, name, None)
 
 
-def _parse(text: str, start: str, base_iri: str | None, allow_streams: bool):
+def _parse(text: str, start: str, base_iri: str | None, allow_streams: bool, stream_base: str):
     lark = _GRAMMAR.lark
     source = Source(text)
-    builder = AstBuilder(source, base_iri, allow_streams=allow_streams)
+    builder = AstBuilder(source, base_iri, allow_streams=allow_streams, stream_base=stream_base)
     try:
         with Building(builder), _depth_guard(text):
             return unwrap(lark.parse(source.text, start=start))

@@ -28,7 +28,9 @@ from typing import Any, Protocol, runtime_checkable
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.windows import (
     AllWindow,
+    DirectionalWindow,
     NowWindow,
+    PolicyWindow,
     RangeWindow,
     TriplesWindow,
     WindowConfig,
@@ -170,7 +172,7 @@ def _rspql_window(window: WindowConfig) -> str:
             return f"[RANGE {_iso_duration(range_ms)} STEP {_iso_duration(slide_ms)}]"
         case TriplesWindow(count):
             return f"[COUNT {count}]"
-        case NowWindow() | AllWindow():
+        case NowWindow() | AllWindow() | DirectionalWindow() | PolicyWindow():
             return format_window(window)
     raise TypeError(f"not a window configuration: {window!r}")
 
@@ -199,7 +201,7 @@ def _bracketed(expr: ast.Expression, indent: str) -> str:
 
 def _constraint(expr: ast.Expression, indent: str) -> str:
     """A FILTER / HAVING Constraint: a bracketed expression, a built-in call or a function call."""
-    if isinstance(expr, ast.BuiltinCall | ast.FunctionCall | ast.Exists | ast.Aggregate):
+    if isinstance(expr, ast.BuiltinCall | ast.FunctionCall | ast.Exists | ast.Aggregate | ast.Seq):
         return _expression(expr, indent)
     return _bracketed(expr, indent)
 
@@ -252,10 +254,20 @@ def write_expression(
                 if separator is not None:
                     inner += f"; SEPARATOR = {_string(separator)}"
                 return f"{name}({inner})"
+            case ast.Seq(steps):
+                return "SEQ(" + " ; ".join(seq_step(step) for step in steps) + ")"
             case ExistsExpression():
                 keyword = "NOT EXISTS " if e.negated else "EXISTS "
                 return keyword + (write_exists or _top_level_group)(e.pattern)
         raise TypeError(f"not an expression: {e!r}")
+
+    def seq_step(step: ast.SeqStep) -> str:
+        quantifier = {(1, 1): "", (1, None): "+", (0, None): "*", (0, 1): "?"}.get((step.minimum, step.maximum))
+        if quantifier is None:
+            bounds = step.minimum if step.minimum == step.maximum else f"{step.minimum},{step.maximum}"
+            quantifier = f"{{{bounds}}}"
+        alias = f" AS {write(step.alias)}" if step.alias is not None else ""
+        return ("NOT " if step.negated else "") + write(step.var) + quantifier + alias
 
     def arguments(args: tuple[object, ...], distinct: bool = False) -> str:
         return "(" + ("DISTINCT " if distinct else "") + ", ".join(write(a) for a in args) + ")"
@@ -350,8 +362,10 @@ def _element(element: ast.GroupElement, indent: str) -> str:
         case ast.SubSelect():
             # Among other elements a sub-select needs braces of its own (which parse as a group).
             return _group(ast.GroupGraphPattern((element,)), indent)
-        case ast.StreamPattern(stream, window, pattern):
-            return f"STREAM {write_term(stream)} {format_window(window)} {_group(pattern, indent)}"
+        case ast.StreamPattern(stream, window, pattern, declared):
+            # A declared block reads its FROM STREAM window; writing the window would make it its own.
+            written = "" if declared else f" {format_window(window)}"
+            return f"STREAM {write_term(stream)}{written} {_group(pattern, indent)}"
         case ast.WindowPattern(name, pattern):
             return f"WINDOW {write_term(name)} {_group(pattern, indent)}"
     raise TypeError(f"not a group element: {element!r}")
@@ -380,8 +394,11 @@ def _prologue(prologue: ast.Prologue, since: ast.Prologue | None = None) -> list
 
 def _dataset(dataset: ast.Dataset) -> str:
     match dataset:
-        case ast.DatasetClause(iri, named):
-            return f"FROM {'NAMED ' if named else ''}{write_iri(iri)}"
+        case ast.DatasetClause(iri, named, static, depth, cache_ms):
+            keyword = "NAMED " if named else "STATIC " if static else ""
+            depth_option = f" WITH DEPTH {depth}" if depth is not None else ""
+            cache_option = f" CACHE {format_duration(cache_ms)}" if cache_ms is not None else ""
+            return f"FROM {keyword}{write_iri(iri)}{depth_option}{cache_option}"
         case ast.StreamDataset(stream, window):
             return f"FROM STREAM {write_iri(stream)} {_stream_dataset_window(window)}"
         case ast.NamedWindow(name, stream, window):

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 class RangeWindow:
     """``RANGE T`` (eager when ``slide_ms`` is None), ``RANGE T SLIDE β`` / ``STEP β`` (periodic).
 
-    ``RANGE T TUMBLING`` is ``RANGE T SLIDE T``.
+    ``RANGE T TUMBLING`` is ``RANGE T SLIDE T``; CQELS-QL 2.0 ``PAST T`` is ``RANGE T`` and
+    ``SLIDE T STEP β`` is ``RANGE T STEP β``.
     """
 
     range_ms: int
@@ -41,7 +42,32 @@ class TriplesWindow:
     count: int
 
 
-WindowConfig = RangeWindow | NowWindow | AllWindow | TriplesWindow
+@dataclass(frozen=True)
+class DirectionalWindow:
+    """A LARS directional window of CQELS-QL 2.0 reaching ``future`` past each anchor:
+    ``[RANGE p FUTURE f]`` = ``[PAST p FUTURE f]``, ``[FUTURE f]`` (``past`` 0), each with an optional
+    ``STEP s``; with ``count``, ``[TRIPLES PAST n FUTURE m]`` / ``[TRIPLES FUTURE m]`` in triples
+    (``past`` and ``future`` are then triple counts, else milliseconds). ``[PAST p]`` alone is
+    ``RangeWindow(p)``. Parsed only: the algebra rejects it until the engine executes it."""
+
+    past: int
+    future: int
+    step_ms: int | None = None
+    count: bool = False
+
+
+@dataclass(frozen=True)
+class PolicyWindow:
+    """A window with the CQELS-QL 2.0 clauses ``EMIT ON_UPDATE|ON_CLOSE|EARLY_AND_FINAL`` (``emit``,
+    upper-case) and/or ``LATENESS d``. Parsed only: the algebra rejects it until the engine
+    executes the policy."""
+
+    window: RangeWindow | NowWindow | AllWindow | TriplesWindow | DirectionalWindow
+    emit: str | None = None
+    lateness_ms: int | None = None
+
+
+WindowConfig = RangeWindow | NowWindow | AllWindow | TriplesWindow | DirectionalWindow | PolicyWindow
 
 
 def format_duration(ms: int) -> str:
@@ -65,4 +91,15 @@ def format_window(window: WindowConfig) -> str:
             return "[ALL]"
         case TriplesWindow(count):
             return f"[TRIPLES {count}]"
+        case DirectionalWindow(past, future, step_ms, count):
+            extent = format_duration if not count else str
+            text = "TRIPLES " if count else ""
+            text += f"PAST {extent(past)} " if past or not future else ""
+            text += f"FUTURE {extent(future)}" if future else ""
+            text += f" STEP {format_duration(step_ms)}" if step_ms is not None else ""
+            return f"[{text.strip()}]"
+        case PolicyWindow(inner, emit, lateness_ms):
+            policy = f" EMIT {emit}" if emit is not None else ""
+            policy += f" LATENESS {format_duration(lateness_ms)}" if lateness_ms is not None else ""
+            return f"{format_window(inner)[:-1]}{policy}]"
     raise TypeError(f"not a window configuration: {window!r}")

@@ -47,6 +47,7 @@ from cqels_endpoint.runtime.functions import (
     ExpressionError,
     effective_boolean_value,
 )
+from cqels_endpoint.runtime.functions.extensions import call_extension
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI as AstIRI  # noqa: N811 (pyoxigraph's IRI class is NamedNode here)
 from cqels_endpoint.terms import Literal as AstLiteral
@@ -390,10 +391,15 @@ class _Compiler:
         return self._fold(closure, constants)
 
     def _function_call(self, expr: ast.FunctionCall) -> tuple[Compiled, object]:
-        cast = fn.CASTS.get(expr.iri.value)
+        iri = expr.iri.value
+        cast = fn.CASTS.get(iri)
         args, constants = self._args(expr.args)
-        if cast is None or len(args) != 1:
-            # An unknown function (or a cast with the wrong arity) is an error at every evaluation (§17.6).
+        if cast is None:
+            # An extension function, looked up at each call as pyoxigraph's evaluations do; never
+            # folded (a registered function need not be deterministic), unknown: an error (§17.6).
+            call = call_extension
+            return (lambda row: call(iri, [arg(row) for arg in args])), _NOT_CONSTANT
+        if len(args) != 1:
             return _raise_error, _NOT_CONSTANT
         return self._fold(_strict(cast, args), constants)
 

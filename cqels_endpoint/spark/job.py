@@ -42,6 +42,8 @@ from cqels_endpoint.caches.engines import CACHE_ENGINES, CacheBuild, CacheEngine
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
+from cqels_endpoint.runtime.functions import CASTS
+from cqels_endpoint.runtime.functions.extensions import as_at_import
 from cqels_endpoint.spark.export import DEFAULT_GRAPH, Snapshot, export_snapshot, parse_term
 from cqels_endpoint.spark.session import SparkSessionHolder
 from cqels_endpoint.static_store.convert import constant_term
@@ -123,6 +125,9 @@ def _check_supported(pattern: n.Pattern) -> None:
                 raise Unsupported(type(node).__name__)
             case ast.BuiltinCall(name) if name in _NONDETERMINISTIC:
                 raise Unsupported(f"{name}()")
+            case ast.FunctionCall(iri) if iri.value not in CASTS and not as_at_import(iri.value):
+                # Spark's Python workers know the built-in functions only, not this process's registrations.
+                raise Unsupported(f"<{iri.value}>(), a function registered in this process")
     if not any(isinstance(node, n.BGP) for node in walk(pattern)):
         # Inline data only (the VALUES row of each instance of a stored query): no graph to
         # scan, and a job per instance would cost seconds each.

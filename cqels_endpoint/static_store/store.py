@@ -35,7 +35,7 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -196,12 +196,15 @@ class StaticStore:
         named_graph_uris: Sequence[str] | None = None,
         timeout: float | None = None,
         allow_remote: bool = False,
+        custom_functions: Mapping[ox.NamedNode, Callable[..., object]] | None = None,
     ) -> QueryResult:
         """Evaluate a one-shot SPARQL query (no STREAM/WINDOW: those are registered, not run once).
 
         ``default_graph_uris``/``named_graph_uris`` (the protocol's dataset) replace the query's
         FROM/FROM NAMED. With ``timeout`` (seconds; ``None``/0: none) the query is stopped at its
         deadline with ``QueryTimeoutError``, in this process or in a forked child (``timeout``).
+        ``custom_functions`` is pyoxigraph's: the extension functions the query may call by IRI
+        (callers above ``runtime`` pass ``runtime.functions.extensions.custom_functions()``).
 
         Plain SPARQL goes to pyoxigraph unparsed; the project's parser and checks see a query first
         when it needs them (``SERVICE``), and explain any query pyoxigraph refuses, with its position.
@@ -209,7 +212,7 @@ class StaticStore:
         shape = query_shape(text)
         if shape.parse_first:
             check_request(_parse_one_shot_query(text, base_iri), text, allow_remote=allow_remote)
-        options: dict = {"base_iri": base_iri}
+        options: dict = {"base_iri": base_iri, "custom_functions": custom_functions}
         if default_graph_uris or named_graph_uris:
             options["default_graph"] = [self._protocol_graph(iri) for iri in default_graph_uris or ()]
             options["named_graphs"] = [self._protocol_graph(iri) for iri in named_graph_uris or ()]

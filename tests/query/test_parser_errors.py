@@ -41,6 +41,14 @@ def test_every_friendly_error_has_a_fixture() -> None:
         "unknown-window-keyword",
         "unterminated-string",
         "missing-closing-brace",
+        # CQELS-QL 2.0 (issue 17)
+        "bare-name-for-static-graph",
+        "window-unit-not-allowed",
+        "slide-step-longer-than-extent",
+        "stream-name-not-declared",
+        "static-option-twice",
+        "unknown-emit-policy",
+        "seq-with-commas",
     } <= names
 
 

@@ -82,6 +82,31 @@ def test_a_triple_in_two_from_graphs_counts_as_pyoxigraph_counts_it(engine) -> N
     assert len(assert_same(engine, query, cache, store).rows) == 2
 
 
+def test_a_function_registered_in_this_process_is_evaluated_on_the_driver(engine) -> None:
+    # Spark's Python workers import the built-in functions only: a cache calling a registered one
+    # runs on the driver, one calling a built-in stays on Spark; both equal the local engine.
+    from cqels_endpoint import register_function, unregister_function
+
+    store = ox.Store()
+    store.extend([ox.Quad(ox.NamedNode(EX + f"a{i}"), ox.NamedNode(EX + "p"), ox.Literal(f"w{i}")) for i in range(4)])
+    register_function(EX + "long", lambda term: len(term.value) > 1 and term.value != "w2")
+    try:
+        query, (cache,) = caches(
+            f"PREFIX : <{EX}> SELECT * WHERE {{ STREAM <{EX}s> [RANGE 1s] {{ ?x :q ?y }} ?x :p ?z FILTER(:long(?z)) }}"
+        )
+        build = assert_same(engine, query, cache, store)
+        assert len(build.rows) == 3
+        assert build.notes == (f"evaluated by pyoxigraph on the driver: <{EX}long>(), a function registered in this process",)
+    finally:
+        unregister_function(EX + "long")
+    query, (cache,) = caches(
+        f"PREFIX : <{EX}> SELECT * WHERE {{ STREAM <{EX}s> [RANGE 1s] {{ ?x :q ?y }} ?x :p ?z "
+        f'FILTER(<urn:cqels:fn:levenshtein>(?z, "w1") = 0) }}'
+    )
+    build = assert_same(engine, query, cache, store)
+    assert build.engine == "spark" and not any("pyoxigraph" in note for note in build.notes) and len(build.rows) == 1
+
+
 def test_inline_data_alone_is_evaluated_on_the_driver(engine) -> None:
     # The VALUES row of an instance of a stored query: no graph to scan, no job to start.
     query, (cache,) = caches(

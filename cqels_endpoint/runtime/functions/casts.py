@@ -1,5 +1,5 @@
 """The XSD constructor functions of §17.5 (``xsd:integer(?x)`` …), keyed by datatype IRI in
-``CASTS``: a function call whose IRI is not there is an error at every evaluation (§17.6)."""
+``CASTS``: a function call whose IRI is not there is an extension function (``extensions``)."""
 
 from __future__ import annotations
 
