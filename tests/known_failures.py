@@ -191,9 +191,28 @@ CONTINUOUS_KNOWN_FAILURES.update(
         f'expected "2.0E-1" and "2.0"; {_CONTRADICTED}',
         _S11 + "aggregates/manifest#agg-err-02": f'{_AS_OXIGRAPH}: AVG is "2.5"^^xsd:double and "2"^^xsd:decimal, '
         f'expected "2.5E0" and "2.0"; {_CONTRADICTED}',
-        _S11 + "aggregates/manifest#agg-min-02": 'MIN returns the data\'s own term "2E-1"^^xsd:double (aggregates '
-        'return group members unchanged: the engine never rewrites a data term); the expected result writes it '
-        'in canonical form "2.0E-1"',
+        _S11 + "aggregates/manifest#agg-min-02": 'MIN returns the data term "2E-1"^^xsd:double in the form the '
+        'Store gives it, "0.2" (see below); the expected result writes it in canonical form "2.0E-1"',
+    }
+)
+
+# Exposed once the incremental mode keyed terms by the forms pyoxigraph's Store gives them, as the
+# static store and the recompute oracle do (runtime/canonical.py): the one-shot path fails these the
+# same way, for the same reason (KNOWN_FAILURES above).
+CONTINUOUS_KNOWN_FAILURES.update(
+    {
+        iri: KNOWN_FAILURES[iri]
+        for iri in (
+            *(_S11 + "aggregates/manifest#" + name for name in ("agg-min-01", "agg-max-01", "agg-max-02", "agg-max-distinct", "agg-min-distinct")),
+            *(_S11 + "cast/manifest#" + name for name in ("cast-bool", "cast-int", "cast-string")),
+            _S11 + "functions/manifest#plus-2-corrected",
+            *(_R2 + "open-world/manifest#" + name for name in ("open-eq-01", "open-eq-03", "open-eq-04", "date-3")),
+            *(_R2 + "expr-builtin/manifest#" + name for name in ("dawg-str-1", "dawg-str-2", "dawg-datatype-1")),
+            *(_R2 + "expr-builtin/manifest#" + name for name in ("sameTerm-simple", "sameTerm-eq", "sameTerm-not-eq")),
+            *(_R2 + "expr-equals/manifest#" + name for name in ("eq-2-1", "eq-2-2", "eq-graph-1", "eq-graph-2")),
+            *(_R2 + "distinct/manifest#" + name for name in ("no-distinct-1", "distinct-1", "no-distinct-9", "distinct-9")),
+            _R2 + "sort/manifest#dawg-sort-7",
+        )
     }
 )
 

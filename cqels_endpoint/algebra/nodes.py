@@ -208,6 +208,43 @@ class StreamPattern(Node):
 
 
 @dataclass(frozen=True)
+class SeqStep(Node):
+    """One step of a ``SEQ``: its variable, whether it is *bound* (one event, bound in the result)
+    or a *gap* step (``low``..``high`` events between its bound neighbours, ``high`` None: no
+    bound), its event patterns (the group's stream triple patterns whose subject is ``var``) and
+    its per-event FILTERs (which decide which solutions of those patterns are its events)."""
+
+    var: Var
+    bound: bool
+    low: int
+    high: int | None
+    patterns: tuple[StreamPattern, ...]
+    filters: tuple[Expression, ...] = ()
+
+
+@dataclass(frozen=True)
+class Seq(Node):
+    """``FILTER(SEQ(step ; …))`` with the event patterns of its steps (docs/ARCHITECTURE.md,
+    "Complex event processing"): one solution per match, binding the variables of the bound steps'
+    event patterns; ``guards`` are the FILTERs over several bound steps, evaluated on each match.
+    The rest of its group is joined with it as usual."""
+
+    steps: tuple[SeqStep, ...]
+    guards: tuple[Expression, ...] = ()
+
+
+def event_vars(step: SeqStep) -> tuple[Var, ...]:
+    """The variables of a SEQ step's event patterns, in order of appearance (the step's own first)."""
+    found: dict[Var, None] = {}
+    for pattern in step.patterns:
+        for triple in pattern.triples:
+            for term in (triple.subject, triple.predicate, triple.object):
+                if isinstance(term, Var):
+                    found.setdefault(term)
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class StaticPattern(Node):
     """A maximal sub-pattern without streams: materialised once per query as a cached mapping.
 
@@ -239,6 +276,7 @@ Pattern = (
     | OrderBy
     | Slice
     | StreamPattern
+    | Seq
     | StaticPattern
 )
 
@@ -261,6 +299,7 @@ PATTERN_TYPES = (
     OrderBy,
     Slice,
     StreamPattern,
+    Seq,
     StaticPattern,
 )
 
@@ -308,6 +347,10 @@ class AlgebraQuery(Node):
     datasets: tuple[ast.Dataset, ...] = ()
     register: ast.Register | None = None
     base: str | None = None
+    # CQELS-QL 2.0 window policy: ``EMIT`` of its directional windows (upper-case, None: ON_CLOSE
+    # for a directional query) and the largest ``LATENESS`` of its windows, in ms.
+    emit: str | None = None
+    lateness_ms: int = 0
     prefixes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False, repr=False)
 

@@ -262,7 +262,21 @@ class Printer:
                 return self.triples(head, triples)
             case n.StaticPattern(inner, join_vars):
                 return _List(["static", self.var_list(join_vars), self.node(inner)], block_from=2)
+            case n.Seq(steps, guards):
+                head: list[object] = ["seq"]
+                if guards:
+                    head.append(_List(["guard", self.exprs(guards)]))
+                return _List([*head, *(self.seq_step(step) for step in steps)], block_from=len(head))
         return self.expr(node)
+
+    def seq_step(self, step: n.SeqStep) -> _List:
+        """``(event ?e (filter …) (stream …))`` for a bound step, ``(gap ?x low high …)`` for a gap."""
+        head: list[object] = ["event", self.term(step.var)]
+        if not step.bound:
+            head = ["gap", self.term(step.var), str(step.low), "_" if step.high is None else str(step.high)]
+        if step.filters:
+            head.append(_List(["filter", self.exprs(step.filters)]))
+        return _List([*head, *(self.node(p) for p in step.patterns)], block_from=len(head))
 
     def group_keys(self, keys: tuple[tuple[Var | None, object], ...]) -> _List:
         items: list[object] = []

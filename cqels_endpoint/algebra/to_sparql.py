@@ -163,6 +163,10 @@ class _Writer:
                 return f"GRAPH {self.term(self.window_graph(pattern))} {{ {self.triples(triples)} }}"
             case n.StaticPattern(pattern=inner):
                 return self.group(inner)
+            case n.Seq():
+                # Its matches depend on the events' times, which no graph holds: the recompute
+                # evaluator computes its rows and writes them as a VALUES in its place.
+                raise PlanError("SEQ has no SPARQL form: its matches are computed from the events' times")
             case n.Group():
                 return f"{{ {self.group_select(pattern)} }}"
             case n.Project() | n.Distinct() | n.Reduced() | n.OrderBy() | n.Slice():

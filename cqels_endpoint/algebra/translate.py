@@ -48,7 +48,8 @@ AST without source text).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.variables import in_scope
@@ -56,7 +57,7 @@ from cqels_endpoint.errors import PlanError, QuerySyntaxError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.query.windows import DirectionalWindow, PolicyWindow, WindowConfig, format_window
+from cqels_endpoint.query.windows import DirectionalWindow, PolicyWindow, RangeWindow, WindowConfig, format_window, window_extent
 from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
 
@@ -73,6 +74,10 @@ class _Window:
     stream: IRI | Var
     window: WindowConfig
     window_name: IRI | None = None
+
+    def __post_init__(self) -> None:
+        # EMIT and LATENESS are the query's (``AlgebraQuery.emit``/``lateness_ms``), not the pattern's.
+        object.__setattr__(self, "window", window_extent(self.window))
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ class _Translator:
         self.source = query.text
         self._path_vars = itertools.count()
         self._aggregate_vars = itertools.count()
+        self._seq_vars = itertools.count()
         self.named_windows: dict[IRI, ast.NamedWindow] = {}
 
     # ------------------------------------------------------------------ errors
@@ -117,7 +123,7 @@ class _Translator:
 
     def translate(self) -> n.AlgebraQuery:
         form = self.query.form
-        self._check_windows()
+        emit, lateness_ms = self._window_policy()
         default_source = self._dataset(form.datasets, form.where)
         where = form.where if form.where is not None else ast.GroupGraphPattern(())
         first = n.ParameterTable(self.parameters, ()) if self.parameters else n.EMPTY
@@ -131,6 +137,8 @@ class _Translator:
             "prefixes": self.query.prologue.prefixes,
             "source": self.source,
             "span": self.query.span,
+            "emit": emit,
+            "lateness_ms": lateness_ms,
         }
         match form:
             case ast.SelectQuery():
@@ -145,27 +153,51 @@ class _Translator:
                 return n.AlgebraQuery(QueryForm.DESCRIBE, pattern, describe=described, **common)
         raise TypeError(f"not a query form: {form!r}")
 
-    def _check_windows(self) -> None:
-        """Rejects the CQELS-QL 2.0 windows the parser reads but the engine does not execute yet:
-        directional (FUTURE, count-directional) windows and EMIT / LATENESS clauses."""
+    def _window_policy(self) -> tuple[str | None, int]:
+        """The query's CQELS-QL 2.0 ``EMIT`` policy and ``LATENESS`` (the largest of its windows'),
+        after the checks of what the engine runs: ``EMIT`` only with directional windows (a backward
+        window emits at every evaluation), one policy and one ``STEP`` per query, no periodic window
+        beside a directional one (the directional window's anchors are the query's evaluations)."""
+        emit: tuple[str, Node] | None = None
+        lateness = 0
+        directional: list[tuple[DirectionalWindow, Node]] = []
+        periodic: Node | None = None
         for node in walk(self.query):
-            if not isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern)):
+            if not isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern)) or node.window is None:
                 continue
             window = node.window
-            extent = window.window if isinstance(window, PolicyWindow) else window
+            extent = window_extent(window)
             if isinstance(extent, DirectionalWindow):
-                kind = "count-directional" if extent.count else "directional"
+                directional.append((extent, node))
+            elif isinstance(extent, RangeWindow) and extent.periodic:
+                periodic = node
+            if not isinstance(window, PolicyWindow):
+                continue
+            if window.emit is not None:
+                if not isinstance(extent, DirectionalWindow):
+                    self._fail(
+                        f"EMIT in {format_window(window)} applies to directional windows (PAST … FUTURE, FUTURE, "
+                        "TRIPLES PAST … FUTURE); a backward window emits at every evaluation: remove it",
+                        node,
+                    )
+                if emit is not None and emit[0] != window.emit:
+                    self._fail(f"EMIT {window.emit} differs from EMIT {emit[0]} of another window: a query has one policy", node)
+                emit = (window.emit, node)
+            lateness = max(lateness, window.lateness_ms or 0)
+        if directional:
+            steps = {extent.step_ms for extent, _node in directional}
+            if len(steps) > 1:
                 self._fail(
-                    f"the {kind} window {format_window(window)} is not executed by this engine yet; "
-                    "use a backward window such as [RANGE d] or [RANGE d STEP s]",
-                    node,
+                    "the directional windows of a query share their anchors: give them the same STEP (or none)",
+                    directional[-1][1],
                 )
-            if isinstance(window, PolicyWindow) and window.emit is not None:
-                hint = "remove it: results are emitted at every evaluation"
-                self._fail(f"EMIT in {format_window(window)} is not executed by this engine yet; {hint}", node)
-            if isinstance(window, PolicyWindow):
-                hint = "remove it; the server's --lateness-ms lets events be that late on every stream"
-                self._fail(f"LATENESS in {format_window(window)} is not executed by this engine yet; {hint}", node)
+            if periodic is not None:
+                self._fail(
+                    "a periodic window (STEP/SLIDE) cannot be read beside a directional window, whose anchors are "
+                    "the query's evaluations: use [RANGE d] (read at each anchor) or give the directional window the STEP",
+                    periodic,
+                )
+        return (None if emit is None else emit[0]), lateness
 
     def _dataset(
         self, datasets: tuple[ast.Dataset, ...], where: ast.GroupGraphPattern | None
@@ -256,7 +288,14 @@ class _Translator:
     # ------------------------------------------------------------------ group graph patterns
 
     def _group(self, group: ast.GroupGraphPattern, source: _DefaultGraph | None, first: n.Pattern = n.EMPTY) -> n.Pattern:
-        """§18.2.2.6: the elements of ``{ … }`` in order (after ``first``), FILTERs applied at the end."""
+        """§18.2.2.6: the elements of ``{ … }`` in order (after ``first``), FILTERs applied at the end.
+
+        A ``FILTER(SEQ(…))`` takes its steps' event patterns and per-event FILTERs out of the group
+        (``_seq``): the ``Seq`` node comes first, the rest of the group is joined with it as usual."""
+        seq = self._seq(group, source)
+        if seq is not None:
+            group, seq_node = seq
+            first = _join(first, seq_node, span=seq_node.span)
         result: n.Pattern = first
         filters: list[ast.Filter] = []
         pending: list[ast.TriplePattern] = []
@@ -297,6 +336,169 @@ class _Translator:
             result = n.Filter(exprs, result, span=n.cover(filters))
         return result
 
+    # ------------------------------------------------------------------ complex event processing
+
+    def _seq(
+        self, group: ast.GroupGraphPattern, source: _DefaultGraph | None
+    ) -> tuple[ast.GroupGraphPattern, n.Seq] | None:
+        """The ``Seq`` node of the group's ``FILTER(SEQ(…))`` and the group without what it took:
+        the stream triple patterns whose subject is a step variable (its event patterns), the
+        FILTERs over one step's event variables (per-event) and those over several bound steps'
+        (guards, split into their ``&&`` conjuncts). A variable in the event patterns of several
+        bound steps is a join: one step keeps it (the step it names, else the first), the others
+        read a fresh internal variable each, and ``sameTerm`` of the two is a guard. None when the
+        group has no SEQ."""
+        seqs = [e for e in group.elements if isinstance(e, ast.Filter) and isinstance(e.constraint, ast.Seq)]
+        if not seqs:
+            return None
+        if len(seqs) > 1:
+            self._fail("a group may hold one FILTER(SEQ(…)); put the other sequence in a group of its own", seqs[1])
+        seq: ast.Seq = seqs[0].constraint
+        kinds = self._seq_kinds(seq)
+        step_vars = [step.var for step in seq.steps]
+        # The group's stream triple patterns by step variable, and the group without them.
+        found: dict[Var, list[tuple[_Window, ast.TriplePattern]]] = {var: [] for var in step_vars}
+        elements: list[ast.GroupElement] = []
+        for element in group.elements:
+            if element is seqs[0]:
+                continue
+            window, triples = None, ()
+            if isinstance(element, ast.TriplesBlock) and source is not None:
+                if len(source.windows) == 1 and not source.static:
+                    window, triples = source.windows[0], element.triples
+            elif isinstance(element, ast.StreamPattern):
+                match element.pattern.elements:
+                    case (ast.TriplesBlock(block),):
+                        window, triples = _Window(element.stream, element.window), block
+            taken = [t for t in triples if t.subject in found]
+            if not taken:
+                elements.append(element)
+                continue
+            for triple in taken:
+                if not isinstance(triple.predicate, (IRI, Var)):
+                    self._fail("an event pattern of SEQ takes a plain predicate (an IRI or a variable), not a path", triple)
+                if isinstance(triple.object, BlankNode) or isinstance(triple.predicate, BlankNode):
+                    self._fail("an event pattern of SEQ cannot hold a blank node; use a variable", triple)
+                found[triple.subject].append((window, triple))
+            rest = tuple(t for t in triples if t.subject not in found)
+            if isinstance(element, ast.StreamPattern):
+                if rest:
+                    inner = ast.GroupGraphPattern((ast.TriplesBlock(rest, span=element.span),), span=element.span)
+                    elements.append(replace(element, pattern=inner))
+            elif rest:
+                elements.append(ast.TriplesBlock(rest, span=element.span))
+        holders: dict[Var, list[int]] = {}  # variable → the steps whose event patterns hold it
+        for index, step in enumerate(seq.steps):
+            if not found[step.var]:
+                self._fail(
+                    f"the SEQ step {step.var} must be the subject of a triple pattern read from a stream in the "
+                    "same group (its event patterns), e.g. `{step.var} a :Alert`",
+                    step,
+                )
+            for _window, triple in found[step.var]:
+                for term in (triple.subject, triple.predicate, triple.object):
+                    if isinstance(term, Var) and index not in holders.setdefault(term, []):
+                        holders[term].append(index)
+        equalities: list[ast.Expression] = []
+        for var, indexes in holders.items():
+            if len(indexes) < 2:
+                continue
+            keeper = step_vars.index(var) if var in step_vars else indexes[0]
+            for index in indexes:
+                if index == keeper:
+                    continue
+                gap = keeper if not kinds[keeper][0] else index if not kinds[index][0] else None
+                if gap is not None:
+                    self._fail(
+                        f"{var} is in the event patterns of two SEQ steps, one of them the gap step "
+                        f"{seq.steps[gap].var}, which binds nothing to join with; give the gap step its own "
+                        "variables and filter its events on them",
+                        next(t for _w, t in found[step_vars[index]] if var in (t.subject, t.predicate, t.object)),
+                    )
+                # A join of two bound steps: the later one's level compares the two (operators/seq.py).
+                fresh = Var(f"?S{next(self._seq_vars)}")
+                found[step_vars[index]] = [(w, _rename(t, var, fresh)) for w, t in found[step_vars[index]]]
+                equalities.append(ast.BuiltinCall("SAMETERM", (var, fresh), span=seq.span))
+        variables = [frozenset(v for _w, t in found[s.var] for v in (t.subject, t.predicate, t.object) if isinstance(v, Var))
+                     for s in seq.steps]
+        per_event: list[list[ast.Expression]] = [[] for _ in seq.steps]
+        guards: list[ast.Expression] = []
+        kept: list[ast.GroupElement] = []
+        bound_vars = frozenset().union(*(v for v, (bound, _, _) in zip(variables, kinds) if bound))
+        for element in elements:
+            if not isinstance(element, ast.Filter):
+                kept.append(element)
+                continue
+            mentioned = frozenset(x for x in walk(element.constraint) if isinstance(x, Var))
+            plain = not any(isinstance(x, ast.Exists) for x in walk(element.constraint))
+            home = next((i for i, v in enumerate(variables) if mentioned and mentioned <= v), None)
+            for i, (bound, _, _) in enumerate(kinds):
+                if not bound and mentioned & variables[i] and home != i:
+                    self._fail(
+                        f"this FILTER compares the gap step {seq.steps[i].var} of SEQ with other variables, but a "
+                        "gap step binds nothing to compare with; filter its events alone, e.g. FILTER(?v > 1) over "
+                        "its own variables",
+                        element,
+                    )
+            if plain and home is not None:
+                per_event[home].append(element.constraint)
+            elif plain and mentioned and mentioned <= bound_vars:
+                guards.extend(_conjuncts(element.constraint))
+            else:
+                kept.append(element)
+        steps = []
+        for index, step in enumerate(seq.steps):
+            bound, low, high = kinds[index]
+            by_window: dict[_Window, list[ast.TriplePattern]] = {}
+            for window, triple in found[step.var]:
+                by_window.setdefault(window, []).append(triple)
+            patterns = tuple(
+                n.StreamPattern(w.stream, w.window, tuple(ts), w.window_name, span=n.cover(ts)) for w, ts in by_window.items()
+            )
+            filters = tuple(self._expr(e, source) for e in per_event[index])
+            steps.append(n.SeqStep(step.var, bound, low, high, patterns, filters, span=step.span))
+        node = n.Seq(tuple(steps), tuple(self._expr(e, source) for e in (*equalities, *guards)), span=seq.span)
+        return ast.GroupGraphPattern(tuple(kept), span=group.span), node
+
+    def _seq_kinds(self, seq: ast.Seq) -> list[tuple[bool, int, int | None]]:
+        """``(bound, low, high)`` of each step (semantics: a plain ``?e`` is bound, ``NOT ?x`` the gap
+        {0,0}, a quantified ``?x`` the gap of its quantifier), after the checks of the steps."""
+        for step in seq.steps:
+            if step.alias is not None:
+                self._fail("AS in a SEQ step is not supported: the step's own variables are bound", step)
+        kinds: list[tuple[bool, int, int | None]] = []
+        seen: set[Var] = set()
+        for step in seq.steps:
+            if step.var in seen:
+                self._fail(f"{step.var} is two steps of this SEQ; use one variable per step", step)
+            seen.add(step.var)
+            quantified = self._quantified(step)
+            if step.negated:
+                if quantified:
+                    self._fail("NOT takes no quantifier in SEQ: NOT ?x means no ?x event there", step)
+                kinds.append((False, 0, 0))
+            elif quantified:
+                kinds.append((False, step.minimum, step.maximum))
+            else:
+                kinds.append((True, 1, 1))
+        if not any(bound for bound, _, _ in kinds):
+            self._fail(
+                "a SEQ needs at least one plain step (?e: one event, bound in the result); NOT and quantified "
+                "steps only constrain the events between them",
+                seq,
+            )
+        return kinds
+
+    def _quantified(self, step: ast.SeqStep) -> bool:
+        """Whether the step has a quantifier: ``?x{1}`` is a gap step, ``?x`` a bound one, with the
+        same bounds in the AST, so the step's text tells them apart."""
+        if (step.minimum, step.maximum) != (1, 1):
+            return True
+        if step.span is None or not self.source:
+            return False
+        text = self.source[step.span.start : step.span.end]
+        return re.match(r"\s*(?:NOT\s+)?[?$][^\s{}+*?;,()]+\s*[{+*?]", text, re.IGNORECASE) is not None
+
     def _element(self, element: ast.GroupElement, source: _DefaultGraph | None) -> n.Pattern:
         """The translation of a group element that is joined into its group."""
         match element:
@@ -322,7 +524,7 @@ class _Translator:
                     case (ast.TriplesBlock(triples),) if all(isinstance(t.predicate, (IRI, Var)) for t in triples):
                         # A block of plain triples is one stream pattern located at the whole block,
                         # so the plan and its errors point at the STREAM clause that names the window.
-                        return n.StreamPattern(stream, window, triples, span=element.span)
+                        return n.StreamPattern(stream, window_extent(window), triples, span=element.span)
                 return self._group(inner, _DefaultGraph((_Window(stream, window),)))
             case ast.WindowPattern(name, inner):
                 return self._window(element, name, inner)
@@ -501,7 +703,11 @@ class _Translator:
                 case ast.FunctionCall(iri, args, distinct):
                     return ast.FunctionCall(iri, tuple(convert(a) for a in args), distinct, span=e.span)
                 case ast.Seq():
-                    self._fail("SEQ (complex event processing) is parsed but not executed by this engine yet", e)
+                    self._fail(
+                        "SEQ is only allowed as the whole condition of a FILTER in a group: "
+                        "write FILTER(SEQ(…)) and the other conditions in FILTERs of their own",
+                        e,
+                    )
             return e
 
         return convert(expr)
@@ -576,3 +782,18 @@ def _normalise_path(path: ast.Path | Var) -> ast.Path | Var:
         case ast.PathMod(inner, modifier):
             return ast.PathMod(_normalise_path(inner), modifier, span=path.span)
     return path
+
+
+def _conjuncts(expr: ast.Expression) -> list[ast.Expression]:
+    """The operands of a chain of ``&&`` (a FILTER of ``A && B`` keeps what FILTER(A) FILTER(B) keep)."""
+    if isinstance(expr, ast.BinaryOp) and expr.op == "&&":
+        return [*_conjuncts(expr.left), *_conjuncts(expr.right)]
+    return [expr]
+
+
+def _rename(triple: ast.TriplePattern, var: Var, fresh: Var) -> ast.TriplePattern:
+    """``triple`` with ``var`` replaced by ``fresh``."""
+    def swap(term):
+        return fresh if term == var else term
+
+    return replace(triple, subject=swap(triple.subject), predicate=swap(triple.predicate), object=swap(triple.object))

@@ -32,6 +32,12 @@ def _collect_scope(pattern: n.Pattern, found: dict[Var, None]) -> None:
             for term in (subject, obj):
                 if isinstance(term, Var):
                     found.setdefault(term)
+        case n.Seq(steps):
+            # A gap step binds nothing: only the bound steps' event variables are in scope.
+            for step in steps:
+                if step.bound:
+                    for var in n.event_vars(step):
+                        found.setdefault(var)
         case n.Join(operands):
             for operand in operands:
                 _collect_scope(operand, found)
@@ -75,7 +81,7 @@ def certainly_bound(pattern: n.Pattern) -> frozenset[Var]:
     expression may raise an error and leave them unbound), nor are the results of ``Group``.
     """
     match pattern:
-        case n.BGP() | n.StreamPattern() | n.Path():
+        case n.BGP() | n.StreamPattern() | n.Path() | n.Seq():
             return frozenset(in_scope(pattern))
         case n.Join(operands):
             return frozenset().union(*(certainly_bound(operand) for operand in operands))

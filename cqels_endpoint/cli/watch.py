@@ -1,7 +1,8 @@
 """``cqels watch``: a running server's emissions of one query, printed as a text table as they come.
 
 The client reads ``GET /queries/{name}/results`` as NDJSON (``http/results.py``) and prints one row
-per solution: the emission time (ms), its R2S kind, then one column per variable (SELECT), the
+per solution: the emission time (ms), its R2S kind (with ``final`` or ``early`` for an anchor of a
+directional window), then one column per variable (SELECT), the
 answer (ASK) or one N-Triples triple per row (CONSTRUCT). Columns widen as wider values arrive;
 the header is printed again whenever they do, so every row lines up with the header above it.
 
@@ -14,6 +15,11 @@ time  r2s      ?who
 ...                   "results": {"bindings": [{"who": {"type": "literal", "value": "7",
 ...                               "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}}))
 15    ISTREAM  7
+>>> print(table.rows({"time": 20, "r2s": "ISTREAM", "anchor": 20, "final": False, "head": {"vars": ["who"]},
+...                   "results": {"bindings": [{"who": {"type": "literal", "value": "8",
+...                               "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}}))
+time  r2s            ?who
+20    ISTREAM early  8
 """
 
 from __future__ import annotations
@@ -50,7 +56,10 @@ class Table:
         """The lines of one emission, with the header first when the columns changed or widened."""
         header, cells = _columns(emission)
         header = ["time", "r2s", *header]
-        cells = [[str(emission["time"]), emission["r2s"], *row] for row in cells]
+        kind = emission["r2s"]
+        if "final" in emission:  # a directional window's anchor: its exact result, or an early one
+            kind += " final" if emission["final"] else " early"
+        cells = [[str(emission["time"]), kind, *row] for row in cells]
         widths = [len(title) for title in header]
         if header == self._header:
             widths = [max(old, new) for old, new in zip(self._widths, widths)]

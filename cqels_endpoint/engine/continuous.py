@@ -21,7 +21,7 @@ from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
-from cqels_endpoint.query.windows import RangeWindow, WindowConfig
+from cqels_endpoint.query.windows import RangeWindow, WindowConfig, window_extent
 from cqels_endpoint.runtime.latency import LatencyHistogram
 from cqels_endpoint.runtime.routing import PatternSpec, Router
 from cqels_endpoint.runtime.sharing import WindowReader
@@ -172,31 +172,32 @@ class ContinuousQuery:
         with self.evaluator.emitted(tau, self.r2s) as rows:
             self._emit(tau, rows)
 
-    def _emit(self, tau: int, rows: EmittedRows) -> None:
-        """The evaluation at ``tau`` is done and emits ``rows``: Γ's changes of the R2S's sign, or Γ (RSTREAM)."""
+    def _emit(self, tau: int, rows: EmittedRows, **phase: object) -> None:
+        """The evaluation at ``tau`` is done and emits ``rows``: Γ's changes of the R2S's sign, or Γ
+        (RSTREAM). ``phase``: the ``anchor`` and ``final`` of a directional query's emissions."""
         self.clock = tau
         self.evaluations += 1
         if self.algebra.form == QueryForm.ASK:
             # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
             if self.r2s is R2S.RSTREAM:
-                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(len(rows))))
+                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(len(rows)), **phase))
             elif len(rows):
-                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s is R2S.ISTREAM))
+                self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s is R2S.ISTREAM, **phase))
         elif self.algebra.form == QueryForm.CONSTRUCT:
             # Terms for the subscribers that read terms; N-Triples written from ids when all read JSON.
             if self._reads_terms():
                 triples = instantiate(self.algebra.template, rows.mappings())
                 if triples or self.r2s is R2S.RSTREAM:
-                    self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples))
+                    self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples, **phase))
             else:
                 text = rows.constructed(self.algebra.template)
                 if text or self.r2s is R2S.RSTREAM:
-                    self._outbox.append(Emission(self.name, tau, self.r2s, ntriples=text))
+                    self._outbox.append(Emission(self.name, tau, self.r2s, ntriples=text, **phase))
         elif len(rows) or self.r2s is R2S.RSTREAM:
             # Decoded for the subscribers that read terms, written as JSON for those that read JSON.
             decoded = rows.mappings() if self._reads_terms() else None
             bindings = rows.bindings_json() if self._json_only else None
-            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=decoded, bindings=bindings))
+            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=decoded, bindings=bindings, **phase))
 
     def _reads_terms(self) -> bool:
         """Some subscriber reads emissions as terms (or none is there yet to say it does not)."""
@@ -247,7 +248,9 @@ def _routes(patterns: list[StreamTriple], streams: frozenset[str], dictionary, h
 def declared_windows(algebra: n.AlgebraQuery) -> list[tuple[IRI, WindowConfig]]:
     """The (stream, window) of each ``FROM STREAM`` / ``FROM NAMED WINDOW`` clause of the query."""
     return [
-        (d.stream, d.window) for d in algebra.datasets if isinstance(d, (ast.StreamDataset, ast.NamedWindow))
+        (d.stream, window_extent(d.window))
+        for d in algebra.datasets
+        if isinstance(d, (ast.StreamDataset, ast.NamedWindow))
     ]
 
 

@@ -50,6 +50,7 @@ from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
 from cqels_endpoint.config import DEFAULT_STREAM_BASE
 from cqels_endpoint.engine.clocks import ClockStore
 from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
+from cqels_endpoint.engine.directional import EARLY_AND_FINAL, ON_CLOSE, ON_UPDATE, AnchoredEvaluators, DirectionalQuery, directional_windows
 from cqels_endpoint.engine.emission import Term
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
@@ -202,9 +203,13 @@ class Engine:
         with self._lock:
             self._registering.discard(name)
             self._adopt_caches(name, evaluator, states)
-            windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
-            query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms, windows)
+            if isinstance(evaluator, AnchoredEvaluators):
+                query = DirectionalQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms, limits=self.limits)
+            else:
+                windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
+                query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms, windows)
             self.queries[name] = query
+            self._set_lateness()
             self.caches.install(name, algebra, states, version)
             for observer in list(self._observers):
                 observer(query, True)
@@ -246,6 +251,8 @@ class Engine:
                 msg = f"instance {name!r} binds {', '.join(map(repr, bindings))}, not the parameters {', '.join(template.parameters)}"
                 raise ArgumentError(msg)
         reason = "recompute mode evaluates each instance on its own" if mode is not Mode.INCREMENTAL else None
+        if reason is None and directional_windows(template.algebra, stream_triples(template.algebra)):
+            reason = "a directional window is read at each instance's own anchors"
         if reason is None:
             algebra, r2s_kind, patterns = self._prepare(with_instance_table(template.algebra), r2s)
             try:
@@ -383,6 +390,8 @@ class Engine:
                     return  # stopped when it failed
                 raise UnknownQueryError(f"no continuous query is registered as {name!r}")
             self._stop(query)
+            self._set_lateness()
+            self._deliver()
 
     def _stop(self, query: ContinuousQuery) -> None:
         self.caches.forget(query.name)
@@ -693,7 +702,26 @@ class Engine:
             raise ArgumentError(msg)
         return name
 
+    def _set_lateness(self) -> None:
+        """Each stream's lateness: the largest LATENESS of the queries reading it, at least the
+        engine's; a smaller one releases buffered events now, a larger one holds the watermark."""
+        lateness: dict[str, int] = {}
+        for query in self.queries.values():
+            if query.algebra.lateness_ms > self.streams.lateness_ms:
+                for stream in query.streams:
+                    lateness[stream] = max(lateness.get(stream, 0), query.algebra.lateness_ms)
+        for event in self.streams.set_lateness(lateness):
+            self._dispatch(event)
+
     def _evaluator(self, mode: Mode, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:
+        if directional_windows(algebra, patterns):
+            emit = algebra.emit or ON_CLOSE
+            final = self._plain_evaluator(mode, algebra, patterns, name) if emit in (ON_CLOSE, EARLY_AND_FINAL) else None
+            early = self._plain_evaluator(mode, algebra, patterns, f"{name}#early") if emit in (ON_UPDATE, EARLY_AND_FINAL) else None
+            return AnchoredEvaluators(final, early)
+        return self._plain_evaluator(mode, algebra, patterns, name)
+
+    def _plain_evaluator(self, mode: Mode, algebra: n.AlgebraQuery, patterns: list[StreamTriple], name: str) -> Evaluator:
         if mode is Mode.RECOMPUTE:
             return RecomputeEvaluator(algebra, patterns, self.store, self.dictionary, name=name)
         return IncrementalEvaluator(algebra, patterns, self.store, self.dictionary, self.limits.max_tick_rows)

@@ -38,6 +38,10 @@ class Emission:
     and ``triples`` None.
     ASK: ``boolean``, the answer (RSTREAM: at every evaluation; ISTREAM: ``True`` when it turns
     true; DSTREAM: ``False`` when it turns false).
+    A query with a directional window (engine/directional.py) evaluates at anchors: ``anchor`` is
+    the anchor (then also ``time``) and ``final`` says whether this is the anchor's exact result
+    at its window's close (True) or an early result over the events arrived so far (False); both
+    are None for every other query.
     """
 
     query: str
@@ -49,6 +53,8 @@ class Emission:
     boolean: bool | None = None
     bindings: str | None = None
     ntriples: str | None = None
+    anchor: int | None = None
+    final: bool | None = None
 
     @property
     def constructed(self) -> bool:
@@ -85,17 +91,23 @@ class Emission:
 
     def to_json(self) -> dict:
         """The JSON object of one Server-Sent Event / NDJSON line (docs/ARCHITECTURE.md, "Emissions (R2S)")."""
-        head = {"query": self.query, "time": self.time, "r2s": self.r2s}
+        head = self._head()
         if not self.constructed:
             return head | self.to_sparql_json()
         return head | {"triples": self.to_ntriples()}
+
+    def _head(self) -> dict:
+        head = {"query": self.query, "time": self.time, "r2s": self.r2s}
+        if self.anchor is not None:
+            head |= {"anchor": self.anchor, "final": self.final}
+        return head
 
     def json_text(self) -> str:
         """``to_json()`` as one line of JSON text (``json.dumps(…, ensure_ascii=False)``), the
         bindings of a SELECT spliced in from ``bindings`` when they were written from ids."""
         if self.bindings is None:
             return json.dumps(self.to_json(), ensure_ascii=False)
-        head = {"query": self.query, "time": self.time, "r2s": self.r2s, "head": {"vars": list(self.variables)}}
+        head = self._head() | {"head": {"vars": list(self.variables)}}
         return f'{json.dumps(head, ensure_ascii=False)[:-1]}, "results": {{"bindings": {self.bindings}}}}}'
 
 

@@ -109,6 +109,7 @@ class IncrementalEvaluator:
             pattern_id: buffer if isinstance(buffer, WindowBufferBase) else _PathWindowCopies(buffer, self._release_later)
             for pattern_id, buffer in self.built.buffers.items()
         }
+        self._timed = self.built.timed
         self.sink: Sink = self.built.sink
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
@@ -133,11 +134,20 @@ class IncrementalEvaluator:
         until it hands it back.
         """
         self.dictionary.incref_many(ids)
-        self._windows[pattern_id].insert(seq, ids)
+        timed = self._timed.get(pattern_id)
+        if timed is None:
+            self._windows[pattern_id].insert(seq, ids)
+        else:
+            # An event pattern of a SEQ: its events are told apart by their times.
+            timed.insert(pattern_id, seq, ids, t)
 
     def on_expire(self, pattern_id: int, seq: int) -> None:
         """The copy inserted as ``seq`` leaves the window of pattern ``pattern_id``."""
-        self._windows[pattern_id].expire(seq)
+        timed = self._timed.get(pattern_id)
+        if timed is None:
+            self._windows[pattern_id].expire(seq)
+        else:
+            timed.expire(pattern_id, seq)
 
     def evaluate(self, tau: int, signs: tuple[int, ...] = (1, -1)) -> list[tuple[dict[str, Term], int]]:
         """Closes the tick at ``tau``: the changes of Γ since the previous evaluation whose sign is

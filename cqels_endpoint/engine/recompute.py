@@ -19,6 +19,12 @@ A static ``GRAPH ?g`` over a VALUES, a sub-select or a MINUS is written graph by
 static named graphs (``to_sparql.graph_by_graph``, as the static caches are), so the text is
 written again at each copy of the static data.
 
+A ``FILTER(SEQ(…))`` (an algebra ``Seq``) has no SPARQL form: its event patterns read their window
+graphs like any other, and at each evaluation its rows are computed from the windows' timed triples
+(``_SeqRows``: the events of each step, their per-event FILTERs asked of pyoxigraph over a VALUES of
+them, the matches enumerated by ``runtime.cep.all_matches`` with the guards asked at their levels)
+and written as a ``VALUES`` in its place.
+
 A CONSTRUCT query's ``Γ`` is the bag of solutions of its WHERE clause over its in-scope variables
 (what ``SELECT *`` would return, modifiers kept); the engine instantiates the template on them.
 Every ORDER BY and LIMIT/OFFSET is run with the tie-break of ``algebra.ties`` (the projected
@@ -29,7 +35,9 @@ answers true, else empty.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from urllib.parse import quote
 
@@ -43,14 +51,24 @@ from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.caches.engines import store_graph_iris
 from cqels_endpoint.engine.emission import EmittedRows
 from cqels_endpoint.errors import PlanError
+from cqels_endpoint.operators.seq import guard_levels, join_columns
 from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.query.serialize import write_expression, write_var
+from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
+from cqels_endpoint.runtime.cep import SeqSpec, SeqStep, all_matches
+from cqels_endpoint.runtime.functions import CASTS
 from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.terms import IRI, Var
 
 Row = dict[str, ox.NamedNode | ox.BlankNode | ox.Literal]
+
+
+def seq_graph_iri(query_name: str, index: int) -> str:
+    """The IRI of the named graph holding the matches of SEQ ``index`` of the query."""
+    return f"urn:cqels:seq:{quote(query_name, safe='')}:{index}"
 
 
 def window_graph_iri(query_name: str, pattern_id: int) -> str:
@@ -79,12 +97,28 @@ class RecomputeEvaluator:
         self.name = name
         self.store = ox.Store()
         self.graphs = [ox.NamedNode(window_graph_iri(name, st.id)) for st in patterns]
-        self._rewritten = _rewrite(query, [g.value for g in self.graphs])
+        # One named graph per SEQ holding its matches at each evaluation (``_SeqRows``).
+        seq_graphs = [seq_graph_iri(name, i) for i, _ in enumerate(x for x in walk(query.pattern) if isinstance(x, n.Seq))]
+        self._rewritten = _rewrite(query, [g.value for g in self.graphs], seq_graphs)
+        # The extension functions it calls: one unregistered at an evaluation is an expression error there.
+        self._extensions = sorted({
+            e.iri.value for e in walk(query) if isinstance(e, ast.FunctionCall) and e.iri.value not in CASTS
+        })
         # Rewritten with the static named graphs at every copy when a GRAPH ?g is spelled graph by graph.
         self._by_graph = needs_store_graphs(self._rewritten)
-        self.sparql = to_sparql(self._rewritten)
+        self._store_graphs: tuple | None = None
+        graph_ids = {g.value: i for i, g in enumerate(self.graphs)}
+        self._seqs = [
+            _SeqRows(node, graph_ids, ox.NamedNode(graph))
+            for node, graph in zip((x for x in walk(self._rewritten.pattern) if isinstance(x, n.Seq)), seq_graphs)
+        ]
+        self.sparql = self._text({})
         self._window_triples: list[dict[int, ox.Triple]] = [{} for _ in patterns]
         self._copies: list[Counter] = [Counter() for _ in patterns]
+        # The timed triples of each window, as the SEQ operator keeps them: (triple, t) → [arrival, copies].
+        self._times: list[dict[int, int]] = [{} for _ in patterns]
+        self._timed: list[dict[tuple, list[int]]] = [{} for _ in patterns]
+        self._arrivals = itertools.count()
         # Copied now: a query sees the static data of its registration from its first evaluation.
         self._copy_static()
         self._rows: list[Row] = []
@@ -100,9 +134,17 @@ class RecomputeEvaluator:
         copies[triple] += 1
         if copies[triple] == 1:
             self.store.add(ox.Quad(triple.subject, triple.predicate, triple.object, self.graphs[pattern_id]))
+        self._times[pattern_id][seq] = t
+        timed = self._timed[pattern_id].setdefault((triple, t), [next(self._arrivals), 0])
+        timed[1] += 1
 
     def on_expire(self, pattern_id: int, seq: int) -> None:
         triple = self._window_triples[pattern_id].pop(seq)
+        key = (triple, self._times[pattern_id].pop(seq))
+        timed = self._timed[pattern_id]
+        timed[key][1] -= 1
+        if not timed[key][1]:
+            del timed[key]
         copies = self._copies[pattern_id]
         copies[triple] -= 1
         if copies[triple] == 0:
@@ -117,7 +159,10 @@ class RecomputeEvaluator:
         if self._static_dirty:
             self._copy_static()
         self.evaluations += 1
-        solutions = self.store.query(self.sparql, custom_aggregate_functions=CUSTOM_AGGREGATES, custom_functions=custom_functions())
+        if self._seqs:
+            self.sparql = self._text({seq.node: seq.table(self) for seq in self._seqs})
+        functions = custom_functions(self._extensions)
+        solutions = self.store.query(self.sparql, custom_aggregate_functions=CUSTOM_AGGREGATES, custom_functions=functions)
         if isinstance(solutions, ox.QueryBoolean):
             rows = [{}] if solutions else []
         else:
@@ -185,19 +230,185 @@ class RecomputeEvaluator:
         if self._by_graph:
             graphs = store_graph_iris(self.static)
             windows = {g.value for g in self.graphs}
-            static_graphs = None if graphs is None else tuple(g for g in graphs if g.value not in windows)
-            self.sparql = to_sparql(self._rewritten, store_graphs=static_graphs)
+            self._store_graphs = None if graphs is None else tuple(g for g in graphs if g.value not in windows)
+            self.sparql = self._text({})
+
+    def _text(self, tables: dict[n.Seq, n.Pattern]) -> str:
+        """The query text, each SEQ written as its rows in ``tables`` (none: no rows)."""
+        pattern = self._rewritten.pattern
+        if self._seqs:
+
+            def rows_of(node):
+                return tables.get(node, _EMPTY_SEQ) if isinstance(node, n.Seq) else node
+
+            pattern = bottom_up(pattern, rows_of)
+        return to_sparql(replace(self._rewritten, pattern=pattern), store_graphs=self._store_graphs)
+
+    def timed_triples(self, pattern_id: int) -> dict[tuple, list[int]]:
+        """The window of ``pattern_id`` as timed triples: ``(triple, t)`` → ``[arrival, copies]``."""
+        return self._timed[pattern_id]
 
 
-def _rewrite(query: n.AlgebraQuery, graphs: list[str]) -> n.AlgebraQuery:
-    """The query over the recompute store (see the module docstring); CONSTRUCT becomes SELECT."""
+_EMPTY_SEQ = n.Table((), ())  # a SEQ's rows before its first evaluation: none
+_MATCH = "urn:cqels:match:"  # the nodes of a SEQ's graph: its events (per-event FILTERs), then its matches
+_MATCH_VAR = Var("cqelsMatch")
+
+
+class _Prefix:
+    """The row of a prefix of a match, read lazily: variable → the term of its bound event."""
+
+    __slots__ = ("events", "keys", "position")
+
+    def __init__(self, keys: tuple[int, ...], events: list, position: dict[Var, int]) -> None:
+        self.keys, self.events, self.position = keys, events, position
+
+    def __getitem__(self, var: Var):
+        return self.events[self.keys[self.position[var]]][3][var]
+
+
+class _SeqRows:
+    """The rows of one SEQ of the rewritten query over the windows' timed triples (module docstring).
+
+    Events are numbered as the incremental operator numbers them: by the arrival of their last
+    triple, then by the arrivals of their triples pattern by pattern, so that simultaneous events
+    are ordered alike in both modes. The guards are asked by ``all_matches`` at their levels (as
+    ``operators.seq`` asks them): a variable shared by two bound steps compares the store's terms,
+    the other guards of a level are asked of pyoxigraph over the prefixes of that length (the
+    matches of the SEQ cut after that bound step) and the prefixes it keeps are those extended."""
+
+    def __init__(self, node: n.Seq, graph_ids: dict[str, int], graph: ox.NamedNode) -> None:
+        self.node = node
+        self.graph = graph
+        self.spec = SeqSpec(tuple(SeqStep(step.bound, step.low, step.high) for step in node.steps))
+        # Per step: (pattern id, triple pattern) of its event patterns, now GRAPH <window> { triple }.
+        self.slots = [
+            [
+                (graph_ids[g.name.value], g.pattern.triples[0])
+                for pattern in step.patterns
+                for g in walk(pattern)
+                if isinstance(g, n.Graph)
+            ]
+            for step in node.steps
+        ]
+        self.columns = [
+            tuple(dict.fromkeys(x for _, tp in slots for x in (tp.subject, tp.predicate, tp.object) if isinstance(x, Var)))
+            for slots in self.slots
+        ]
+        self.bound = [index for index, step in enumerate(node.steps) if step.bound]
+        self.position = {v: i for i, index in enumerate(self.bound) for v in self.columns[index]}  # var → bound step
+        # Per level: the variables a shared variable's join compares, and the other guards.
+        self.levels = {
+            level: ([(Var(a), Var(b)) for a, b in filter(None, map(join_columns, exprs))],
+                    tuple(e for e in exprs if join_columns(e) is None))
+            for level, exprs in guard_levels([[v.name for v in self.columns[i]] for i in self.bound], node.guards).items()
+        }
+
+    def table(self, evaluator: RecomputeEvaluator) -> n.Pattern:
+        """The SEQ's matches now, written into its graph (a node per match, a triple per column: terms
+        stay the store's, blank nodes included), and the pattern reading them in the SEQ's place."""
+        events: list[tuple[tuple, int, int, dict]] = []  # (order, step, t, binding)
+        for index, step in enumerate(self.node.steps):
+            found = self._events(index, evaluator)
+            if step.filters:
+                found = self._filtered(index, found, evaluator)
+            events.extend((order, index, t, binding) for order, t, binding in found)
+        events.sort(key=lambda event: event[0])
+        entries = [(step, key, t) for key, (_order, step, t, _b) in enumerate(events)]
+        guards = {}
+        for level, (joins, rest) in self.levels.items():
+            guards[level] = self._joined(joins, events)
+            if rest:
+                last = self.bound[level - 1]
+                prefixes = list(all_matches(SeqSpec(self.spec.steps[: last + 1]), [e for e in entries if e[0] <= last],
+                                            prefix_guards=guards))
+                rows = [_Prefix(keys, events, self.position) for keys in prefixes]
+                guards[level] = {prefixes[i] for i in self._kept(rows, rest, evaluator)}.__contains__
+        matches = all_matches(self.spec, entries, prefix_guards=guards)
+        variables = tuple(v for index, step in enumerate(self.node.steps) if step.bound for v in self.columns[index])
+        evaluator.store.remove_graph(self.graph)
+        number = itertools.count()
+        for keys, count in matches.items():
+            values = [events[key][3][v] for key in keys for v in self.columns[events[key][1]]]
+            for _ in range(count):
+                match = ox.NamedNode(f"{_MATCH}{next(number)}")
+                evaluator.store.extend(
+                    ox.Quad(match, ox.NamedNode(_column(v)), term, self.graph) for v, term in zip(variables, values)
+                )
+        triples = tuple(ast.TriplePattern(_MATCH_VAR, IRI(_column(v)), v) for v in variables)
+        return n.Graph(IRI(self.graph.value), n.BGP(triples))
+
+    def _joined(self, joins: list[tuple[Var, Var]], events: list) -> Callable[[tuple[int, ...]], bool]:
+        """The test of a prefix: the same term for each pair of ``joins``."""
+        position = self.position
+
+        def test(keys: tuple[int, ...]) -> bool:
+            return all(events[keys[position[a]]][3][a] == events[keys[position[b]]][3][b] for a, b in joins)
+
+        return test
+
+    def _events(self, index: int, evaluator: RecomputeEvaluator) -> list[tuple[tuple, int, dict]]:
+        """``(order, t, binding)`` of each event of step ``index`` in the windows."""
+        slots = self.slots[index]
+        by_subject: list[dict[tuple, list]] = []
+        for pattern_id, _tp in slots:
+            here: dict[tuple, list] = {}
+            for (triple, t), (arrival, _copies) in evaluator.timed_triples(pattern_id).items():
+                here.setdefault((triple.subject, t), []).append((arrival, triple))
+            by_subject.append(here)
+        found = []
+        for subject, t in set.intersection(*(set(here) for here in by_subject)):
+            for combination in itertools.product(*(sorted(here[subject, t]) for here in by_subject)):
+                binding: dict[Var, object] = {}
+                consistent = all(
+                    binding.setdefault(x, term) == term
+                    for (_id, tp), (_arrival, triple) in zip(slots, combination)
+                    for x, term in zip((tp.subject, tp.predicate, tp.object), (triple.subject, triple.predicate, triple.object))
+                    if isinstance(x, Var)
+                )
+                if consistent:
+                    arrivals = tuple(arrival for arrival, _triple in combination)
+                    found.append(((max(arrivals), arrivals), t, binding))
+        return found
+
+    def _filtered(self, index: int, found: list, evaluator: RecomputeEvaluator) -> list:
+        """The events of step ``index`` its per-event FILTERs keep."""
+        kept = self._kept([binding for _o, _t, binding in found], self.node.steps[index].filters, evaluator)
+        return [found[i] for i in kept]
+
+    def _kept(self, rows: Sequence, exprs: Sequence, evaluator: RecomputeEvaluator) -> list[int]:
+        """The indexes of the ``rows`` (mappings from variables to terms) the FILTERs ``exprs``
+        keep, asked of pyoxigraph over the rows written into the SEQ's graph (one node per row, a
+        triple per variable the FILTERs read)."""
+        if not rows:
+            return []
+        columns = tuple(dict.fromkeys(x for e in exprs for x in walk(e) if isinstance(x, Var)))
+        evaluator.store.remove_graph(self.graph)
+        evaluator.store.extend(
+            ox.Quad(ox.NamedNode(f"{_MATCH}{number}"), ox.NamedNode(_column(v)), row[v], self.graph)
+            for number, row in enumerate(rows)
+            for v in columns
+        )
+        reads = " ".join(f"{write_var(_MATCH_VAR)} <{_column(v)}> {write_var(v)} ." for v in columns)
+        conditions = " ".join(f"FILTER ({write_expression(e)})" for e in exprs)
+        text = f"SELECT {write_var(_MATCH_VAR)} WHERE {{ GRAPH <{self.graph.value}> {{ {reads} }} {conditions} }}"
+        kept = evaluator.store.query(text, base_iri=evaluator.query.base, custom_functions=custom_functions(evaluator._extensions))
+        return [int(solution[_MATCH_VAR.name].value[len(_MATCH):]) for solution in kept]
+
+
+def _column(var: Var) -> str:
+    return f"urn:cqels:column:{quote(var.name, safe='')}"
+
+
+def _rewrite(query: n.AlgebraQuery, graphs: list[str], seq_graphs: Sequence[str] = ()) -> n.AlgebraQuery:
+    """The query over the recompute store (see the module docstring); CONSTRUCT becomes SELECT.
+    ``seq_graphs``: the graphs holding the matches of its SEQs, hidden like the window graphs."""
     if query.form not in (QueryForm.SELECT, QueryForm.CONSTRUCT, QueryForm.ASK):
         msg = f"a continuous query is a SELECT, a CONSTRUCT or an ASK, not {query.form}"
         raise PlanError(msg)
     if query.form is QueryForm.CONSTRUCT:
         # Projected before the windows are mapped: the tie-break follows the query's own scope order.
         query = replace(query, form=QueryForm.SELECT, template=(), pattern=_project_in_scope(query.pattern))
-    window_iris = tuple(IRI(g) for g in graphs)
+    window_iris = tuple(IRI(g) for g in (*graphs, *seq_graphs))
     if window_iris:
         hide = n.Graph  # static GRAPH ?g nodes, which must not range over the window graphs
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
 
 from cqels_endpoint.engine import ContinuousQuery, Engine
+from cqels_endpoint.engine.directional import DirectionalQuery
 from cqels_endpoint.engine.registry import NAME, Instance, QueryRegistry, StoredQuery
 from cqels_endpoint.errors import ArgumentError, PlanError, QueryConflictError, UnknownQueryError
 from cqels_endpoint.http.auth import write_access
@@ -162,7 +163,12 @@ def _check_name(name: str) -> None:
 
 
 def _counts(query: ContinuousQuery) -> dict:
-    return {"evaluations": query.evaluations, "emissions": query.emitted, "shed": query.shed}
+    counts = {"evaluations": query.evaluations, "emissions": query.emitted, "shed": query.shed}
+    if query.algebra.lateness_ms:
+        counts["lateness_ms"] = query.algebra.lateness_ms
+    if isinstance(query, DirectionalQuery):
+        counts |= {"emit": query.emit, "next_anchor": query.anchors.first()}
+    return counts
 
 
 def _summary(stored: StoredQuery) -> dict:

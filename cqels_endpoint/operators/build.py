@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.operators import (
@@ -30,6 +30,7 @@ from cqels_endpoint.operators.extend import Extend
 from cqels_endpoint.operators.filter import Filter
 from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.path import PathWindow
+from cqels_endpoint.operators.seq import SeqInput, SeqMatch
 from cqels_endpoint.operators.shared.schemas import union_schema
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
 from cqels_endpoint.plan import nodes as p
@@ -40,17 +41,20 @@ from cqels_endpoint.runtime.expressions import compile_filter
 @dataclass
 class BuiltPlan:
     """The operators of a plan: by node id, the window buffers (and path windows) by pattern id, the
-    caches, the sink."""
+    caches, the sink, and the SEQ operators by the pattern ids of their event patterns (``timed``:
+    those patterns' triples go to them with their times, not to a window buffer)."""
 
     operators: dict[str, Operator]
     buffers: dict[int, WindowBuffer | PathWindow]
     caches: list[tuple[p.StaticCache, StaticCacheSource]]
     sink: Sink
+    timed: dict[int, SeqMatch] = field(default_factory=dict)
 
     @property
     def sources(self) -> list[Operator]:
         """Every source, in plan order: each gets one punctuation per tick."""
-        return [*self.buffers.values(), *(cache for _, cache in self.caches)]
+        seqs = list({id(operator): operator for operator in self.timed.values()}.values())
+        return [*self.buffers.values(), *seqs, *(cache for _, cache in self.caches)]
 
 
 def label(node: p.PlanNode, kind: str, source: str = "") -> str:
@@ -87,6 +91,22 @@ def build_operators(
             case p.StreamLeaf():
                 operator = WindowBuffer(node.positions, label(node, "window buffer", source), on_release=on_release)
                 built.buffers[node.pattern_id] = operator
+            case p.SeqNode():
+                steps = [
+                    SeqInput(
+                        step.bound,
+                        step.low,
+                        step.high,
+                        tuple((leaf.pattern_id, leaf.positions) for leaf in step.leaves),
+                        step.columns,
+                        step.filters,
+                    )
+                    for step in node.steps
+                ]
+                operator = SeqMatch(
+                    steps, node.guards, decoder, label(node, "seq", source), on_release=on_release, **context
+                )
+                built.timed.update((leaf.pattern_id, operator) for step in node.steps for leaf in step.leaves)
             case p.StaticCache():
                 kind = "instance table" if node.instances else "static cache"
                 operator = StaticCacheSource(node.schema, label(node, kind, source), on_release=on_release)

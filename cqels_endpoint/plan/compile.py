@@ -62,6 +62,8 @@ from cqels_endpoint.plan.nodes import (
     PhysicalPlan,
     PlanNode,
     ProjectNode,
+    SeqNode,
+    SeqStepPlan,
     StaticCache,
     StreamLeaf,
     TopKNode,
@@ -257,6 +259,8 @@ class _Compiler:
                 return leaves[0] if len(leaves) == 1 else self._join(leaves, pattern)
             case n.StaticPattern():
                 return self._cache(pattern, graph)
+            case n.Seq():
+                return self._seq(pattern)
             case n.Join(operands):
                 inputs: list[PlanNode] = []
                 for operand in operands:
@@ -546,6 +550,21 @@ class _Compiler:
             self.certain[id(leaf)] = frozenset(columns)
             leaves.append(leaf)
         return leaves
+
+    def _seq(self, pattern: n.Seq) -> SeqNode:
+        """A ``SeqNode`` whose steps read their event patterns' leaves (numbered in pre-order, as
+        the engine numbers stream triples: the steps in order, each step's patterns in order)."""
+        steps = []
+        for step in pattern.steps:
+            self._check_expressions(step.filters)
+            leaves = tuple(leaf for stream in step.patterns for leaf in self._stream_leaves(stream))
+            columns = tuple(v.name for v in n.event_vars(step))
+            steps.append(SeqStepPlan(step.var.name, step.bound, step.low, step.high, leaves, columns, step.filters))
+        self._check_expressions(pattern.guards)
+        schema = tuple(c for step in steps if step.bound for c in step.columns)
+        node = SeqNode(self._id("Q"), schema, pattern.span, steps=tuple(steps), guards=pattern.guards)
+        self.certain[id(node)] = frozenset(schema)
+        return node
 
     def _cache(self, pattern: n.StaticPattern, graph: IRI | None) -> StaticCache:
         if isinstance(pattern.pattern, n.InstanceTable) and graph is None:

@@ -32,6 +32,7 @@ from cqels_endpoint.plan.nodes import (
     PhysicalPlan,
     PlanNode,
     ProjectNode,
+    SeqNode,
     StaticCache,
     StreamLeaf,
     TopKNode,
@@ -103,6 +104,12 @@ def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[
         lines.append(f"{indent}   computed by: {node.sparql}")
     if isinstance(node, StaticCache) and describe_cache is not None:
         lines.extend(f"{indent}   {line}" for line in describe_cache(node))
+    if isinstance(node, SeqNode):
+        for step in node.steps:
+            lines.append(f"{indent}   {_seq_step(step)}")
+            for leaf in step.leaves:
+                where = f"{write_term(leaf.stream)} {format_window(leaf.window)} {{ {_triple(leaf.triple)} }}"
+                lines.append(f"{indent}     {leaf.id} timed triples of {where}")
     if isinstance(node, MultiwayJoin):
         for child in node.join_inputs:
             _node(child.node, child, depth + 1, lines, counters, describe_cache)
@@ -155,10 +162,36 @@ def _what(node: PlanNode) -> str:
             return f"top-k: {rows} from position {offset} ordered by {_order(conditions, ties)} then lineage"
         case OrderNode(conditions=conditions, projection=projection):
             return f"order of the emissions: {_order(conditions, projection)}"
+        case SeqNode(steps=steps, guards=guards):
+            text = f"SEQ({' ; '.join(_seq_pattern(step) for step in steps)}) [{columns}]: events matched in time order"
+            if guards:
+                text += " where " + " && ".join(f"({write_expression(e)})" for e in guards)
+            return text
         case OptionalNode(exprs=exprs):
             condition = " && ".join(f"({write_expression(e)})" for e in exprs)
             return f"optional [{columns}]" + (f" if {condition}" if condition else "")
     return type(node).__name__
+
+
+def _seq_pattern(step) -> str:
+    """How a SEQ step was written: ``?e``, ``NOT ?x``, ``?x+``, ``?x{2,5}``…"""
+    if step.bound:
+        return "?" + step.var
+    if (step.low, step.high) == (0, 0):
+        return f"NOT ?{step.var}"
+    quantifier = {(0, 1): "?", (0, None): "*", (1, None): "+"}.get((step.low, step.high))
+    if quantifier is None:
+        quantifier = f"{{{step.low}}}" if step.low == step.high else f"{{{step.low},{'' if step.high is None else step.high}}}"
+    return f"?{step.var}{quantifier}"
+
+
+def _seq_step(step) -> str:
+    """One step's line under a SEQ: its kind, its event's columns and per-event filter."""
+    kind = f"event ?{step.var}" if step.bound else f"gap {_seq_pattern(step)}"
+    text = f"{kind} [{' '.join('?' + c for c in step.columns)}]"
+    if step.filters:
+        text += " if " + " && ".join(f"({write_expression(e)})" for e in step.filters)
+    return text
 
 
 def _order(conditions, ties: tuple[str, ...]) -> str:

@@ -245,6 +245,32 @@ class MarkNode(NegationNode):
 
 
 @dataclass(eq=False)
+class SeqStepPlan:
+    """One step of a ``SeqNode``: bound (one event, its ``columns`` in the output) or a gap of
+    ``low``..``high`` events (``high`` None: unbounded); ``leaves`` its event patterns (their
+    triples reach the SEQ operator with their times, not a window buffer), ``columns`` the
+    variables of an event of the step, ``filters`` its per-event FILTERs."""
+
+    var: str
+    bound: bool
+    low: int
+    high: int | None
+    leaves: tuple[StreamLeaf, ...]
+    columns: tuple[str, ...]
+    filters: tuple[n.Expression, ...] = ()
+
+
+@dataclass(eq=False)
+class SeqNode(PlanNode):
+    """``FILTER(SEQ(…))`` (the ``SeqMatch`` operator, a source): the events of each step built
+    from its leaves' timed triples, matched by the CEP automaton (``runtime.cep``); one row per
+    match, the bound steps' columns in step order; ``guards`` are evaluated on each match."""
+
+    steps: tuple[SeqStepPlan, ...] = ()
+    guards: tuple[n.Expression, ...] = ()
+
+
+@dataclass(eq=False)
 class PhysicalPlan:
     """A compiled query: the operator tree, its leaves by pattern id, its caches, its output form.
 

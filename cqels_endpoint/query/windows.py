@@ -48,7 +48,8 @@ class DirectionalWindow:
     ``[RANGE p FUTURE f]`` = ``[PAST p FUTURE f]``, ``[FUTURE f]`` (``past`` 0), each with an optional
     ``STEP s``; with ``count``, ``[TRIPLES PAST n FUTURE m]`` / ``[TRIPLES FUTURE m]`` in triples
     (``past`` and ``future`` are then triple counts, else milliseconds). ``[PAST p]`` alone is
-    ``RangeWindow(p)``. Parsed only: the algebra rejects it until the engine executes it."""
+    ``RangeWindow(p)``. At an anchor ``a`` it holds ``a − past < t ≤ a + future`` (count: the last
+    ``past`` triples with ``t ≤ a`` and the first ``future`` after ``a``): runtime/anchors.py."""
 
     past: int
     future: int
@@ -59,8 +60,8 @@ class DirectionalWindow:
 @dataclass(frozen=True)
 class PolicyWindow:
     """A window with the CQELS-QL 2.0 clauses ``EMIT ON_UPDATE|ON_CLOSE|EARLY_AND_FINAL`` (``emit``,
-    upper-case) and/or ``LATENESS d``. Parsed only: the algebra rejects it until the engine
-    executes the policy."""
+    upper-case) and/or ``LATENESS d``. The translation takes the policy to the query
+    (``AlgebraQuery.emit``/``lateness_ms``) and gives the patterns ``window`` (``window_extent``)."""
 
     window: RangeWindow | NowWindow | AllWindow | TriplesWindow | DirectionalWindow
     emit: str | None = None
@@ -68,6 +69,11 @@ class PolicyWindow:
 
 
 WindowConfig = RangeWindow | NowWindow | AllWindow | TriplesWindow | DirectionalWindow | PolicyWindow
+
+
+def window_extent(window: WindowConfig) -> WindowConfig:
+    """What the window holds, without its EMIT/LATENESS policy."""
+    return window.window if isinstance(window, PolicyWindow) else window
 
 
 def format_duration(ms: int) -> str:

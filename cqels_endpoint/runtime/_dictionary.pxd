@@ -22,6 +22,8 @@ cdef class TermDictionary:
     cdef dict _decoded  # id → the term decode built, while its entry lives
     cdef dict _datatypes  # datatype IRI → NamedNode, for decode
     cdef string _scratch  # the form of the term being encoded
+    cdef string _canon  # the Store's form of it, when that differs (see _canonical)
+    cdef string _lexical  # the rewritten lexical form of a positional double or float
 
     cdef int _allocate(self, size_t capacity) except -1
     cdef size_t _id_home(self, int64_t term_id) noexcept nogil
@@ -31,6 +33,7 @@ cdef class TermDictionary:
     cdef int _resize(self, size_t capacity) except -1
     cdef void _erase(self, Entry* entry) noexcept
     cdef int _form_of(self, object term) except -1
+    cdef int64_t _canonical(self, const char** form, Py_ssize_t* n, int kind) except? -1
     cdef int64_t _intern(self, const char* form, Py_ssize_t n, int kind) except? -1
     cdef int64_t _encode(self, object term) except? -1
     cdef object _lookup(self, object term)

@@ -15,7 +15,12 @@ validates its IRI, which costs more than a lookup), so terms that are only store
 most window contents — never become Python objects.
 
 Literals whose datatype and lexical form are inlined (``encoding``) are recognised on the form
-itself, with the byte-level codec of ``_encoding.pyx``.
+itself, with the byte-level codec of ``_encoding.pyx``. Every term is keyed by the form
+pyoxigraph's Store gives it (``canonical``): inline ids the Store would rewrite are rewritten on
+their bits (``_canonical_inline``, as ``encoding.canonical_inline``), plain positional
+``xsd:double``/``xsd:float`` forms as text (``_positional``, as ``canonical.positional_double``),
+and other literals of ``canonical.CANONICALISED`` datatypes, and quoted triples holding XSD-typed
+literals, through ``canonical.canonical_form``.
 
 Bulk: ``encode_triples`` turns a sequence of pyoxigraph triples, or the ``TripleForms`` read from
 N-Triples text by ``read_ntriples`` (``_reader.pyx``), into one ``array('q')`` of ids, three per
@@ -34,12 +39,27 @@ from cqels_endpoint.runtime._reader cimport TripleForms
 
 import pyoxigraph as ox
 
+from cqels_endpoint.runtime.canonical import CANONICALISED, DOUBLE_DIGITS, FLOAT_DIGITS, POSITIONAL_LENGTH, canonical_form
 from cqels_endpoint.runtime.term_kinds import kind_of
 
 cdef extern from "Python.h":
     Py_hash_t _Py_HashBytes(const void* data, Py_ssize_t length)
 
-DEF TYPE_SHIFT = 58
+cdef extern from "<string.h>":
+    void* memmem(const void* haystack, size_t n, const void* needle, size_t m) noexcept nogil
+
+cdef extern from *:
+    """
+    #define CQELS_DICT_VALUE_MASK ((int64_t)((1ULL << 58) - 1))
+    #define CQELS_DICT_TYPE_BITS ((int64_t)(0x1FULL << 58))
+    #define CQELS_DICT_DECIMAL_BIAS ((int64_t)(1LL << 53))
+    """
+    const int64_t VALUE_MASK "CQELS_DICT_VALUE_MASK"
+    const int64_t TYPE_BITS "CQELS_DICT_TYPE_BITS"
+    const int64_t DECIMAL_BIAS "CQELS_DICT_DECIMAL_BIAS"
+
+include "_inline_layout.pxi"
+
 DEF IRI = 0
 DEF BLANK_NODE = 1
 DEF LITERAL = 2
@@ -47,6 +67,8 @@ DEF TRIPLE = 3
 DEF TAG_BITS = 3  # malloc aligns entries to 8 bytes at least: the low bits of a form-table slot
 DEF TAG_MASK = 7  # hold hash bits, so most probes skip another entry without reading it
 DEF MIN_CAPACITY = 16
+DEF TZ_PLUS_ZERO = TZ_OFFSET + MAX_OFFSET_MINUTES  # the timezone code of "+00:00"
+DEF XSD_LENGTH = 33  # len("http://www.w3.org/2001/XMLSchema#")
 
 cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
 
@@ -58,6 +80,10 @@ cdef object _Quad = ox.Quad
 cdef object _array_template = array("q")
 cdef object _LTR = ox.BaseDirection.LTR
 cdef object _RTL = ox.BaseDirection.RTL
+cdef bytes _XSD_TYPED = b'"^^<http://www.w3.org/2001/XMLSchema#'
+cdef int _DOUBLE_DIGITS = DOUBLE_DIGITS
+cdef int _FLOAT_DIGITS = FLOAT_DIGITS
+cdef Py_ssize_t _POSITIONAL_LENGTH = POSITIONAL_LENGTH
 
 
 cdef inline const char* _form(const Entry* entry) noexcept nogil:
@@ -91,16 +117,82 @@ cdef Py_ssize_t _literal_end(const char* form, Py_ssize_t n) noexcept nogil:
     return n
 
 
-cdef int64_t _inline_form(const char* form, Py_ssize_t n) noexcept nogil:
-    """The inline id of a literal's N-Triples form, or 0. Escapes never occur in an inlined
-    lexical form, so the bytes between the quotes are the form as written."""
-    cdef Py_ssize_t end = _literal_end(form, n)
-    if end + 5 > n or form[end + 1] != c'^' or form[end + 2] != c'^' or form[n - 1] != c'>':
+cdef inline int64_t _canonical_inline(int64_t term_id) noexcept nogil:
+    """The inline id of the Store's form of an inline literal (``encoding.canonical_inline``)."""
+    cdef int64_t code = (term_id >> TYPE_SHIFT) & 0x1F
+    cdef int64_t field, scale, unscaled
+    if code == INLINE_INTEGER or code == INLINE_BOOLEAN:
+        return term_id
+    if code == INLINE_DECIMAL:
+        field = term_id & VALUE_MASK
+        scale = field & 0xF
+        unscaled = (field >> 4) - DECIMAL_BIAS
+        if scale == 0 or unscaled % 10 != 0:
+            return term_id
+        while scale and unscaled % 10 == 0:
+            unscaled = unscaled // 10
+            scale -= 1
+        return (term_id & ~VALUE_MASK) | (((unscaled + DECIMAL_BIAS) << 4) | scale)
+    if code == INLINE_DATETIME:
+        if (term_id & TZ_MASK) == TZ_PLUS_ZERO:
+            return (term_id & ~(<int64_t>TZ_MASK)) | TZ_UTC
+        return term_id
+    return term_id & ~TYPE_BITS  # a type derived from xsd:integer: the Store types it xsd:integer
+
+
+cdef int _positional(const char* s, Py_ssize_t n, int max_digits, string& out) noexcept:
+    """Writes the Store's form of a plain positional xsd:double/xsd:float lexical form (at most
+    ``max_digits`` significant digits) to ``out`` and returns 1; 0 for any other form (see
+    ``canonical.positional_double``)."""
+    cdef Py_ssize_t i = 0, whole, whole_end, fraction, fraction_end, significant
+    if n == 0 or n > _POSITIONAL_LENGTH:
         return 0
-    cdef int code = datatype_code(form + end + 4, n - end - 5)
-    if code < 0:
+    if s[0] == c'+' or s[0] == c'-':
+        i = 1
+    whole = i
+    while i < n and c'0' <= s[i] <= c'9':
+        i += 1
+    whole_end = fraction = fraction_end = i
+    if whole_end == whole:
         return 0
-    return inline_lexical(code, form + 1, end - 1)
+    if i < n:
+        if s[i] != c'.':
+            return 0
+        i += 1
+        fraction = i
+        while i < n and c'0' <= s[i] <= c'9':
+            i += 1
+        if i != n or i == fraction:
+            return 0
+        fraction_end = n
+    while whole < whole_end - 1 and s[whole] == c'0':
+        whole += 1
+    while fraction_end > fraction and s[fraction_end - 1] == c'0':
+        fraction_end -= 1
+    # Significant digits: those of whole and fraction but the zeros before the first non-zero one
+    # (a whole part "0", leading zeros of the fraction) and, without a fraction, after the last.
+    significant = (whole_end - whole) + (fraction_end - fraction)
+    if s[whole] == c'0':
+        significant -= 1
+        i = fraction
+        while i < fraction_end and s[i] == c'0':
+            significant -= 1
+            i += 1
+    elif fraction_end == fraction:
+        i = whole_end
+        while s[i - 1] == c'0':
+            significant -= 1
+            i -= 1
+    if significant > max_digits:
+        return 0
+    out.clear()
+    if s[0] == c'-':
+        out.push_back(c'-')
+    out.append(s + whole, whole_end - whole)
+    if fraction_end > fraction:
+        out.push_back(c'.')
+        out.append(s + fraction, fraction_end - fraction)
+    return 1
 
 
 cdef class TermDictionary:
@@ -263,13 +355,72 @@ cdef class TermDictionary:
         )
         raise TypeError(msg)
 
+    cdef int64_t _canonical(self, const char** form, Py_ssize_t* n, int kind) except? -1:
+        """The inline id of the Store's form of the term of this form, or 0 with ``form`` and ``n``
+        set to the Store's form (the form itself, or ``_canon`` holding the rewritten one)."""
+        cdef const char* f = form[0]
+        cdef Py_ssize_t size = n[0], end, datatype_length
+        cdef const char* datatype
+        cdef int code, digits = 0
+        cdef int64_t inline
+        if kind == TRIPLE:
+            if memmem(f, size, <const char*>_XSD_TYPED, len(_XSD_TYPED)) == NULL:
+                return 0
+        elif kind != LITERAL:
+            return 0
+        else:
+            end = _literal_end(f, size)
+            if end + 5 > size or f[end + 1] != c'^' or f[end + 2] != c'^' or f[size - 1] != c'>':
+                return 0  # plain or language-tagged: kept as written
+            datatype = f + end + 4
+            datatype_length = size - end - 5
+            if datatype_length <= XSD_LENGTH or memcmp(datatype, <const char*>_XSD_TYPED + 4, XSD_LENGTH) != 0:
+                return 0
+            # Escapes never occur in an inlined or positional lexical form, so the bytes between
+            # the quotes are the form as written.
+            code = datatype_code(datatype, datatype_length)
+            if code >= 0:
+                inline = inline_lexical(code, f + 1, end - 1)
+                if inline != 0:
+                    return _canonical_inline(inline)
+                if code > INLINE_DATETIME:  # outside its type's range: the Store types it xsd:integer
+                    inline = inline_lexical(INLINE_INTEGER, f + 1, end - 1)
+                    if inline != 0:
+                        return inline
+            elif datatype_length == XSD_LENGTH + 6 and memcmp(datatype + XSD_LENGTH, b"double", 6) == 0:
+                digits = _DOUBLE_DIGITS
+            elif datatype_length == XSD_LENGTH + 5 and memcmp(datatype + XSD_LENGTH, b"float", 5) == 0:
+                digits = _FLOAT_DIGITS
+            if digits and _positional(f + 1, end - 1, digits, self._lexical):
+                if <Py_ssize_t>self._lexical.size() == end - 1 and memcmp(self._lexical.data(), f + 1, end - 1) == 0:
+                    return 0
+                self._canon.assign(b'"', 1)
+                self._canon.append(self._lexical)
+                self._canon.append(f + end, size - end)
+                form[0] = self._canon.data()
+                n[0] = self._canon.size()
+                return 0
+            if PyUnicode_DecodeUTF8(datatype, datatype_length, NULL) not in CANONICALISED:
+                return 0
+        cdef str canonical = canonical_form(PyUnicode_DecodeUTF8(f, size, NULL))
+        cdef Py_ssize_t length
+        cdef const char* text = PyUnicode_AsUTF8AndSize(canonical, &length)
+        self._canon.assign(text, length)
+        form[0] = self._canon.data()
+        n[0] = length
+        if kind == LITERAL:  # the Store's form may have an inline id ("01" is "1")
+            end = _literal_end(text, length)
+            if end + 5 <= length and text[end + 1] == c'^':
+                code = datatype_code(text + end + 4, length - end - 5)
+                if code >= 0:
+                    return inline_lexical(code, text + 1, end - 1)
+        return 0
+
     cdef int64_t _intern(self, const char* form, Py_ssize_t n, int kind) except? -1:
         """The id of the term of this form, taking one reference (creating its entry if needed)."""
-        cdef int64_t inline
-        if kind == LITERAL:
-            inline = _inline_form(form, n)
-            if inline != 0:
-                return inline
+        cdef int64_t inline = self._canonical(&form, &n, kind)
+        if inline != 0:
+            return inline
         cdef uint64_t h = _hash_form(form, n)
         cdef Py_ssize_t found = self._find_form(form, n, h)
         cdef Entry* entry
@@ -306,11 +457,9 @@ cdef class TermDictionary:
         cdef int kind = self._form_of(term)
         cdef const char* form = self._scratch.data()
         cdef Py_ssize_t n = self._scratch.size()
-        cdef int64_t inline
-        if kind == LITERAL:
-            inline = _inline_form(form, n)
-            if inline != 0:
-                return inline
+        cdef int64_t inline = self._canonical(&form, &n, kind)
+        if inline != 0:
+            return inline
         cdef Py_ssize_t found = self._find_form(form, n, _hash_form(form, n))
         if found < 0:
             return None

@@ -27,19 +27,9 @@ cdef extern from *:
     const int64_t DECIMAL_BIAS "CQELS_DECIMAL_BIAS"
     const int64_t MS_BIAS "CQELS_MS_BIAS"
 
-DEF TYPE_SHIFT = 58
-DEF TZ_BITS = 11
-DEF TZ_NONE = 0
-DEF TZ_UTC = 1
-DEF TZ_OFFSET = 2
-DEF MAX_OFFSET_MINUTES = 840
-DEF MS_PER_DAY = 86400000
+include "_inline_layout.pxi"
 
-# Type bits, as encoding.InlineType numbers them.
-DEF INTEGER = 0
-DEF DECIMAL = 1
-DEF BOOLEAN = 2
-DEF DATETIME = 3
+DEF MS_PER_DAY = 86400000
 
 cdef str XSD = "http://www.w3.org/2001/XMLSchema#"
 cdef object _Literal = ox.Literal
@@ -146,7 +136,7 @@ cdef int64_t _inline_decimal(const unsigned char* s, Py_ssize_t n) noexcept nogi
         unscaled = -unscaled
     if unscaled < -DECIMAL_BIAS or unscaled >= DECIMAL_BIAS:
         return 0
-    return _inline(DECIMAL, ((unscaled + DECIMAL_BIAS) << 4) | scale)
+    return _inline(INLINE_DECIMAL, ((unscaled + DECIMAL_BIAS) << 4) | scale)
 
 
 cdef inline int _two(const unsigned char* s, Py_ssize_t at) noexcept nogil:
@@ -218,20 +208,20 @@ cdef int64_t _inline_datetime(const unsigned char* s, Py_ssize_t n) noexcept nog
         return 0
     if instant < -MS_BIAS or instant >= MS_BIAS:
         return 0
-    return _inline(DATETIME, ((instant + MS_BIAS) << TZ_BITS) | tz_code)
+    return _inline(INLINE_DATETIME, ((instant + MS_BIAS) << TZ_BITS) | tz_code)
 
 
 cdef int64_t inline_lexical(int code, const char* lexical, Py_ssize_t n) noexcept nogil:
     cdef const unsigned char* s = <const unsigned char*>lexical
-    if code == BOOLEAN:
+    if code == INLINE_BOOLEAN:
         if n == 4 and memcmp(s, b"true", 4) == 0:
-            return _inline(BOOLEAN, 1)
+            return _inline(INLINE_BOOLEAN, 1)
         if n == 5 and memcmp(s, b"false", 5) == 0:
-            return _inline(BOOLEAN, 0)
+            return _inline(INLINE_BOOLEAN, 0)
         return 0
-    if code == DECIMAL:
+    if code == INLINE_DECIMAL:
         return _inline_decimal(s, n)
-    if code == DATETIME:
+    if code == INLINE_DATETIME:
         return _inline_datetime(s, n)
     if 0 <= code < 16:
         return _inline_integer(s, n, code)
@@ -326,11 +316,11 @@ cpdef object decode_inline(object term_id):
     datatype = _DATATYPES.get(code)
     if datatype is None:
         raise ValueError(f"term id {term_id} has inline type bits {code}, which no inline type uses")
-    if code == BOOLEAN:
+    if code == INLINE_BOOLEAN:
         lexical = "true" if field else "false"
-    elif code == DATETIME:
+    elif code == INLINE_DATETIME:
         lexical = _format_datetime(field)
-    elif code == DECIMAL:
+    elif code == INLINE_DECIMAL:
         lexical = _format_decimal(field)
     else:
         lexical = str(field - INT_BIAS)

@@ -51,6 +51,7 @@ from cqels_endpoint.runtime.functions import (
 from cqels_endpoint.runtime.functions.values import ILL_TYPED, KIND_BOOLEAN, KIND_NUMERIC
 from cqels_endpoint.runtime.functions.xsd import XSD_FLOAT
 from cqels_endpoint.terms import XSD_DOUBLE
+from cqels_endpoint.runtime.canonical import canonical_literal
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI, XSD_STRING
 from cqels_endpoint.terms import Literal as AstLiteral
@@ -875,7 +876,7 @@ cdef class _Builder:
             self.has_variable = True
             return _Variable(expr.name, self.expression.slot(expr.name))
         if isinstance(expr, AstLiteral):
-            term = constant_term(expr)
+            term = canonical_literal(constant_term(expr))  # the Store's form, as runtime.expressions.to_term
             if value_of_term(term).kind == K_OTHER:
                 return None
             return _Constant(term)

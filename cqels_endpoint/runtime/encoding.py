@@ -10,10 +10,19 @@ indexes) laid out as the seed papers do, **1 flag bit, 5 type bits, 58 value bit
 
 The flag is the sign bit: inline ids are negative, dictionary ids are not.
 
+Terms are first put in the form pyoxigraph's Store gives them (``runtime.canonical``: ``"01"`` is
+``"1"``, ``"5"^^xsd:int`` is ``"5"^^xsd:integer``, ``"19.0"^^xsd:decimal`` is ``"19"``…), so that
+streamed terms are the static store's and the re-evaluation mode's: ``decode(encode(t))`` is the
+Store's form of ``t``, and two terms the Store makes equal get one id. Inline ids of forms the Store
+keeps cost one test of their type bits more; an inline id the Store would rewrite (a derived integer type, trailing
+fraction zeros of a decimal, a dateTime at ``+00:00``) is rewritten on its bits
+(``canonical_inline``), and only other forms of ``canonical.CANONICALISED`` datatypes take the slow
+path through ``canonical``.
+
 Inline literals (no dictionary entry, no reference count; ``incref``/``decref`` ignore them). Only
-lexical forms the decoder rewrites *exactly* are inlined, so ``decode(encode(t)) == t`` for every
-term; any other form (``"01"``, ``"+1"``, ``"1"^^xsd:boolean``, ``"24:00:00"``, ``".5"``…) goes
-through the dictionary like any string:
+lexical forms the decoder rewrites *exactly* are inlined, so ``decode_inline(inline_id(t)) == t``;
+any other form (``"01"``, ``"+1"``, ``"1"^^xsd:boolean``, ``"24:00:00"``, ``".5"``…) is not
+inlined as written (the dictionary inlines its Store form when that has an inline id):
 
 - ``xsd:integer`` and its derived types (``long`` … ``unsignedByte``, the type recorded in the type
   bits): canonical form (no sign ``+``, no leading zero, no ``-0``), value inside the type's range
@@ -73,6 +82,7 @@ from datetime import date
 
 import pyoxigraph as ox
 
+from cqels_endpoint.runtime.canonical import CANONICALISED, canonical_literal, canonical_triple
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.term_kinds import TYPE_MASK, TYPE_SHIFT, InlineType, TermKind, kind_of
 
@@ -302,6 +312,50 @@ def decode_inline_python(term_id: int) -> ox.Literal:
     return ox.Literal(lexical, datatype=datatype)
 
 
+_TYPE_BITS = TYPE_MASK << TYPE_SHIFT
+_TZ_MASK = (1 << _TZ_BITS) - 1
+_TZ_PLUS_ZERO = _TZ_OFFSET + _MAX_OFFSET_MINUTES  # the timezone code of "+00:00"
+
+
+def canonical_inline(term_id: int) -> int:
+    """The inline id of the Store's form of the literal of inline id ``term_id``: a value of a type
+    derived from xsd:integer becomes xsd:integer, a decimal loses its trailing fraction zeros, a
+    dateTime at ``+00:00`` moves to ``Z`` (``_dictionary.pyx`` does the same on the bits)."""
+    code = (term_id >> TYPE_SHIFT) & TYPE_MASK
+    if code == InlineType.INTEGER or code == InlineType.BOOLEAN:
+        return term_id
+    if code == InlineType.DECIMAL:
+        field = term_id & VALUE_MASK
+        scale, unscaled = field & 0xF, (field >> 4) - _DECIMAL_BIAS
+        if not scale or unscaled % 10:
+            return term_id
+        while scale and not unscaled % 10:
+            unscaled //= 10
+            scale -= 1
+        return _inline(InlineType.DECIMAL, ((unscaled + _DECIMAL_BIAS) << 4) | scale)
+    if code == InlineType.DATETIME:
+        if term_id & _TZ_MASK == _TZ_PLUS_ZERO:
+            return (term_id & ~_TZ_MASK) | _TZ_UTC
+        return term_id
+    return (term_id & ~_TYPE_BITS) | (InlineType.INTEGER << TYPE_SHIFT)
+
+
+def _canonical(term: Term, kind: TermKind) -> Term | int:
+    """The Store's form of ``term``: its inline id when it has one, else the term."""
+    if kind is TermKind.LITERAL:
+        inline = inline_id(term)
+        if inline is not None:
+            return canonical_inline(inline)
+        if term.datatype.value in CANONICALISED:
+            term = canonical_literal(term)
+            inline = inline_id(term)
+            if inline is not None:
+                return inline
+    elif kind is TermKind.TRIPLE:
+        return canonical_triple(term)
+    return term
+
+
 _KINDS: dict[type, TermKind] = {
     ox.NamedNode: TermKind.IRI,
     ox.BlankNode: TermKind.BLANK_NODE,
@@ -342,10 +396,9 @@ class TermDictionaryPython:
                 "and Triple (convert query constants with cqels_endpoint.static_store.convert.constant_term)"
             )
             raise TypeError(msg)
-        if kind is TermKind.LITERAL:
-            inline = inline_id(term)
-            if inline is not None:
-                return inline
+        term = _canonical(term, kind)
+        if type(term) is int:
+            return term
         term_id = self._ids.get(term)
         if term_id is None:
             term_id = (kind << TYPE_SHIFT) | self._next_serial
@@ -374,10 +427,12 @@ class TermDictionaryPython:
 
     def lookup(self, term: Term) -> int | None:
         """The id of ``term`` without taking a reference; None if it is in no entry (and not inline)."""
-        if type(term) is ox.Literal:
-            inline = inline_id(term)
-            if inline is not None:
-                return inline
+        kind = _KINDS.get(type(term))
+        if kind is None:
+            return None  # not a term: it has no id
+        term = _canonical(term, kind)
+        if type(term) is int:
+            return term
         return self._ids.get(term)
 
     def decode(self, term_id: int) -> Term:

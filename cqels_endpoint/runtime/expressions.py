@@ -39,6 +39,7 @@ from cqels_endpoint.algebra.nodes import Exists
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime import functions as fn
+from cqels_endpoint.runtime.canonical import canonical_literal
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.functions import (
     DOUBLE,
@@ -78,12 +79,14 @@ _NOT_CONSTANT = object()
 
 
 def to_term(term: AstIRI | AstLiteral) -> NamedNode | Literal:
-    """The pyoxigraph term of a query constant, lexical form kept exactly as written."""
+    """The pyoxigraph term of a query constant; a literal in the form pyoxigraph gives its query
+    constants and stored literals (``runtime.canonical``): ``"01"^^xsd:integer`` is ``"1"``."""
     try:
-        return constant_term(term)
+        value = constant_term(term)
     except ValueError as error:
         msg = f"the constant {term} is not a valid RDF term ({error}); write an absolute IRI or fix the literal"
         raise PlanError(msg) from None
+    return canonical_literal(value) if isinstance(value, Literal) else value
 
 
 def compile_expression(

@@ -185,11 +185,26 @@ class StreamClock:
         self.out_of_order_events = 0
         self.arrivals = ArrivalRate()
         self._buffer: list[tuple[int, int, Event]] = []
+        # The watermark never goes back, also when the lateness grows (a query with a larger
+        # LATENESS registers): events already released stay released in order.
+        self._held: int | None = None
 
     @property
     def watermark(self) -> int | None:
         """Events strictly older than this are late; None before the first event or advance."""
-        return None if self.latest is None else self.latest - self.lateness_ms
+        return self._watermark_at(self.latest)
+
+    def _watermark_at(self, latest: int | None) -> int | None:
+        if latest is None:
+            return None
+        watermark = latest - self.lateness_ms
+        return watermark if self._held is None or watermark > self._held else self._held
+
+    def set_lateness(self, lateness_ms: int) -> list[Event]:
+        """Changes the lateness; returns the events a smaller one releases, in order."""
+        self._held = self.watermark
+        self.lateness_ms = lateness_ms
+        return self._release()
 
     @property
     def buffered(self) -> int:
@@ -210,7 +225,7 @@ class StreamClock:
         """Forgets the latest timestamp (the next event starts the clock again, whatever its time);
         returns the buffered events, released now in order so that no accepted event is lost."""
         released = [heapq.heappop(self._buffer)[2] for _ in range(len(self._buffer))]
-        self.latest = None
+        self.latest = self._held = None
         return released
 
     def check_batch(self, times: Sequence[int], now_ms: int | None = None, max_future_ms: int | None = None) -> None:
@@ -224,7 +239,7 @@ class StreamClock:
                 future += 1
                 first = first or (index, time, None)
                 continue
-            watermark = None if latest is None else latest - self.lateness_ms
+            watermark = self._watermark_at(latest)
             if watermark is not None and time < watermark:
                 late += 1
                 first = first or (index, time, watermark)
@@ -261,6 +276,8 @@ class StreamClock:
     def _release(self) -> list[Event]:
         watermark = self.watermark
         released = []
+        if watermark is None:
+            return released
         while self._buffer and self._buffer[0][0] <= watermark:
             released.append(heapq.heappop(self._buffer)[2])
         return released
@@ -277,6 +294,7 @@ class Streams:
         self.lateness_ms = lateness_ms
         self.max_future_ms = max_future_ms or None  # None: no bound
         self.clocks: dict[str, StreamClock] = {}
+        self.lateness_of: dict[str, int] = {}  # streams whose queries' LATENESS differs from lateness_ms
         # The latest advance: a stream first seen after it starts there, like the streams known then.
         self.floor: int | None = None
         self._arrivals = itertools.count()
@@ -284,9 +302,22 @@ class Streams:
     def clock(self, iri: str) -> StreamClock:
         clock = self.clocks.get(iri)
         if clock is None:
-            clock = self.clocks[iri] = StreamClock(iri, self.lateness_ms)
+            clock = self.clocks[iri] = StreamClock(iri, self.lateness_of.get(iri, self.lateness_ms))
             clock.latest = self.floor
         return clock
+
+    def set_lateness(self, lateness: dict[str, int]) -> list[Event]:
+        """The lateness of the streams ``lateness`` names (the others keep ``lateness_ms``), as the
+        LATENESS of the queries reading them asks; returns the events a smaller lateness releases,
+        in timestamp order."""
+        self.lateness_of = {iri: ms for iri, ms in lateness.items() if ms != self.lateness_ms}
+        released = []
+        for iri, clock in self.clocks.items():
+            wanted = lateness.get(iri, self.lateness_ms)
+            if wanted != clock.lateness_ms:
+                released.extend(clock.set_lateness(wanted))
+        released.sort(key=Event.sort_key)
+        return released
 
     def push_batch(
         self,

@@ -29,7 +29,8 @@ def test_bindings_written_from_ids_equal_the_decoded_rows_json(new_dictionary, r
     dictionary = new_dictionary()
     writer = BindingsWriter(dictionary, SCHEMA, capacity=capacity)
     id_rows = [tuple(None if term is None else dictionary.encode(term) for term in row) for row in rows]
-    decoded = [{name: term for name, term in zip(SCHEMA, row) if term is not None} for row in rows]
+    # Decoded: the Store form of each term (runtime/canonical.py), which is what the ids stand for.
+    decoded = [{name: dictionary.decode(term_id) for name, term_id in zip(SCHEMA, row) if term_id is not None} for row in id_rows]
     # Twice: the second pass reads the cached texts (or refills a cache smaller than the rows).
     for _ in range(2):
         text = writer.write(id_rows)
@@ -59,7 +60,8 @@ def test_construct_written_from_ids_equals_instantiating_the_decoded_rows(new_di
     dictionary = new_dictionary()
     writer = TemplateWriter(dictionary, SCHEMA, template)
     id_rows = [tuple(None if term is None else dictionary.encode(term) for term in row) for row in rows]
-    decoded = [{name: term for name, term in zip(SCHEMA, row) if term is not None} for row in rows]
+    # Decoded: the Store form of each term (runtime/canonical.py), which is what the ids stand for.
+    decoded = [{name: dictionary.decode(term_id) for name, term_id in zip(SCHEMA, row) if term_id is not None} for row in id_rows]
     expected = "".join(f"{triple} .\n" for triple in instantiate(template, decoded))
     assert canonical_blank_nodes(writer.write(id_rows)) == canonical_blank_nodes(expected)
 

@@ -579,3 +579,32 @@ def test_cqels_watch_of_an_unknown_query(server, capsys):
     assert "nothing-here" in capsys.readouterr().err
 
 
+
+
+def test_directional_emissions_carry_their_anchor_over_sse(server, engine, clock):
+    """A directional window's early and final results, as the oracle gives them, with ``anchor``
+    and ``final`` in each event's JSON; ``GET /queries`` shows the policy and the next anchor."""
+    text = f"""PREFIX lv: <{LV}>
+SELECT ?person ?room FROM STREAM <{RFID}> [PAST 1s FUTURE 2s EMIT EARLY_AND_FINAL LATENESS 1s]
+WHERE {{ ?person lv:detectedAt ?room }}"""
+    name = fresh()
+    sparql = {"Content-Type": "application/sparql-query"}
+    assert server.put(f"/queries/{name}", body=text, params={"r2s": "RSTREAM"}, headers=sparql).status == 201
+    expected = oracle(engine, text, name=f"{name}-oracle", r2s="RSTREAM")
+    stream = Stream(server.base_url, name)
+    try:
+        stream.greeting()
+        for i in range(8):
+            engine.push(RFID, detection(i), time=next(clock))
+        assert {obj["final"] for obj in expected} == {True, False}
+        received = [canonical(data) for _, data in stream.events(len(expected))]
+        assert received == as_query(expected, name)
+        assert all(data["anchor"] == data["time"] for data in received)
+        listed = next(q for q in server.get("/queries").json()["queries"] if q["name"] == name)
+        assert (listed["emit"], listed["lateness_ms"]) == ("EARLY_AND_FINAL", 1000)
+        assert isinstance(listed["next_anchor"], int)
+    finally:
+        stream.close()
+        # The shared server's RFID stream must not keep this LATENESS for the other tests.
+        server.delete(f"/queries/{name}")
+        engine.unregister(f"{name}-oracle")

@@ -270,8 +270,9 @@ def drive_pipeline(implementation, ticks):
         decoded = Counter(
             {tuple(None if i is None else dictionary.decode(i) for i in row): n for row, n in pipeline.recorder.relation().items()}
         )
-        left = [(t[0], t[2]) for kind, t in live.values() if kind == "left"]
-        right = [(t[0], t[2]) for kind, t in live.values() if kind == "right"]
+        # A window is a set of triples: a second copy of a triple does not enter it again.
+        left = list(dict.fromkeys((t[0], t[2]) for kind, t in live.values() if kind == "left"))
+        right = list(dict.fromkeys((t[0], t[2]) for kind, t in live.values() if kind == "right"))
         assert decoded == recompute(left, right, static_rows), f"after tick {tau}"
     pipeline.punctuate(len(ticks))
     assert len(dictionary) == 0, "every dictionary reference released once everything left"

@@ -31,7 +31,7 @@ def test_spec_example_parses_and_round_trips(name, text, unsupported) -> None:
 
 
 @pytest.mark.parametrize(("name", "text", "unsupported"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
-def test_spec_example_registers_or_names_what_is_not_executed_yet(name, text, unsupported) -> None:
+def test_spec_example_registers_or_says_why_not(name, text, unsupported) -> None:
     engine = Engine()
     try:
         if unsupported is None:
@@ -41,7 +41,7 @@ def test_spec_example_registers_or_names_what_is_not_executed_yet(name, text, un
             with pytest.raises(QuerySyntaxError) as raised:
                 engine.register(PREFIXES + text)
             message = str(raised.value)
-            assert unsupported in message and "not executed by this engine yet" in message
+            assert unsupported in message
             assert "^" in message  # located, with its caret
     finally:
         engine.close()

@@ -74,7 +74,7 @@ def _split(pattern: n.Pattern, outside: frozenset[Var]) -> n.Pattern:
         return _static(pattern, outside)
     replace = dataclasses.replace
     match pattern:
-        case n.StreamPattern():
+        case n.StreamPattern() | n.Seq():
             return pattern
         case n.Join():
             return _split_join(pattern, outside)

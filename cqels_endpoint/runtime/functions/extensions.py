@@ -28,7 +28,7 @@ import inspect
 import logging
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -121,10 +121,18 @@ def call_extension(iri: str, args: list) -> NamedNode | BlankNode | Literal:
     return _to_term(iri, result)
 
 
-def custom_functions() -> dict[NamedNode, Callable[..., object]]:
+def custom_functions(called: Iterable[str] = ()) -> dict[NamedNode, Callable[..., object]]:
     """The registry as pyoxigraph's ``custom_functions=`` of ``Store.query``: each entry calls
-    ``call_extension`` and answers ``None`` (an error, to pyoxigraph) where it raises."""
-    return _PYOXIGRAPH[0]
+    ``call_extension`` and answers ``None`` (an error, to pyoxigraph) where it raises. ``called``:
+    extension IRIs a continuous query calls; each one not registered answers ``None`` too, the
+    expression error the interpreter's ``call_extension`` gives (pyoxigraph would refuse the query)."""
+    functions = _PYOXIGRAPH[0]
+    missing = [NamedNode(iri) for iri in called if NamedNode(iri) not in functions]
+    return functions | dict.fromkeys(missing, _unregistered) if missing else functions
+
+
+def _unregistered(*_args: object) -> None:
+    return None
 
 
 # --------------------------------------------------------------------------- the built-ins

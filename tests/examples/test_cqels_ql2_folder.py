@@ -1,0 +1,184 @@
+"""examples/cqels-ql-2/: every query of the folder, with the folder's data, through ``Engine``.
+
+Each ``.rq`` file reads the streams its ``FROM STREAM Name`` / ``ON Name`` clauses name; their events
+are ``streams/Name.ndjson`` (the NDJSON lines ``cqels push`` and ``POST /streams`` take), pushed
+in time order across streams (each file's own order kept: Doors and Badges carry an event out of
+order for the LATENESS examples). ``static.ttl`` is the graph ``<http://example.org/graph>``.
+Every query runs in both modes with every R2S (``incremental_oracle.run_both``): the modes must
+agree at every evaluation, and the ISTREAM must have emitted something (the data is chosen so
+that every example shows what it is about), but for ``EMPTY_BY_SPARQL``, which must emit nothing.
+Then the folder README's session is run for real
+against ``cqels serve``: its commands, and the table ``cqels watch`` prints.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+from incremental_oracle import Scenario, differences, run_both
+from paths import ROOT, TESTS
+
+from cqels_endpoint import Engine
+from cqels_endpoint.config import DEFAULT_STREAM_BASE
+
+FOLDER = ROOT / "examples" / "cqels-ql-2"
+GRAPH = "http://example.org/graph"
+# A stream a query reads: a bare name after FROM STREAM or a named window's ON, or a full IRI
+# under the default stream base.
+STREAM = re.compile(rf"(?:FROM\s+STREAM|\bON)\s+(?:<{re.escape(DEFAULT_STREAM_BASE)})?(\w+)")
+QUERIES = sorted(FOLDER.glob("*.rq"))
+# Files that must emit nothing, and why: the specification's semantics differ from SPARQL 1.1's,
+# which this engine follows (the folder README says so).
+EMPTY_BY_SPARQL = {
+    "readings-features": "HAVING(?n > 1) reads the SELECT alias ?n, bound only after HAVING (SPARQL 1.1 §18.2.4.1)",
+}
+def streams_read(text: str) -> list[str]:
+    """The bare names of the streams the query text reads (comments left out)."""
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    return sorted(set(STREAM.findall(code)))
+
+
+def stream_events(name: str) -> list[tuple[int, str, str]]:
+    """``(time, stream IRI, N-Triples)`` of ``streams/NAME.ndjson``, in line order."""
+    lines = (FOLDER / "streams" / f"{name}.ndjson").read_text(encoding="utf-8").splitlines()
+    return [(event["time"], DEFAULT_STREAM_BASE + name, event["data"]) for event in map(json.loads, lines)]
+
+
+def static_nquads() -> str:
+    store = ox.Store()
+    store.load(path=str(FOLDER / "static.ttl"), format=ox.RdfFormat.TURTLE, to_graph=ox.NamedNode(GRAPH))
+    return store.dump(format=ox.RdfFormat.N_QUADS).decode()
+
+
+def scenario(path: Path) -> Scenario:
+    text = path.read_text(encoding="utf-8")
+    merged = heapq.merge(*(stream_events(name) for name in streams_read(text)), key=lambda event: event[0])
+    return Scenario(text, static_nquads(), [["push", stream, time, data] for time, stream, data in merged])
+
+
+def emitted(logs: dict, mode: str) -> int:
+    """The rows (or CONSTRUCT triples) a mode's ISTREAM emitted."""
+    return sum(len(e.rows if e.rows is not None else e.triples) for e in logs[mode, "ISTREAM"])
+
+
+def test_every_stream_a_query_reads_has_events_and_every_stream_file_is_read() -> None:
+    files = {path.stem for path in (FOLDER / "streams").glob("*.ndjson")}
+    read = {name for path in QUERIES for name in streams_read(path.read_text(encoding="utf-8"))}
+    assert read == files
+
+
+@pytest.mark.parametrize("path", QUERIES, ids=[path.stem for path in QUERIES])
+def test_example_runs_in_both_modes_and_emits(path: Path) -> None:
+    case = scenario(path)
+    engine = Engine()
+    try:
+        # The streams the test pushes are the ones the engine says the query reads.
+        query = engine.register(case.query, name="probe")
+        assert query.streams == {DEFAULT_STREAM_BASE + name for name in streams_read(case.query)}
+    finally:
+        engine.close()
+    logs = run_both(case)
+    assert differences(logs) == []
+    if path.stem in EMPTY_BY_SPARQL:
+        assert emitted(logs, "recompute") == emitted(logs, "incremental") == 0
+    else:
+        assert emitted(logs, "incremental") > 0
+        assert emitted(logs, "recompute") > 0
+
+
+def _serve_helpers():
+    """``serving`` and ``environment`` of tests/http/test_http_serve.py (that folder is on
+    ``sys.path`` only when pytest collects it)."""
+    module = sys.modules.get("test_http_serve")
+    if module is None:
+        spec = importlib.util.spec_from_file_location("test_http_serve", TESTS / "http" / "test_http_serve.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["test_http_serve"] = module
+        spec.loader.exec_module(module)
+    return module.serving, module.environment
+
+
+def session_blocks() -> list[list[str]]:
+    """The ``text`` blocks of the folder README's "Run one" section, as lists of lines."""
+    text = (FOLDER / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Run one", 1)[1].split("\n## ", 1)[0]
+    return [block.splitlines() for block in re.findall(r"```text\n(.*?)```", section, re.S)]
+
+
+def commands(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """``(command, the output lines shown under it)`` for each ``$ `` line."""
+    found: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith("$ "):
+            found.append((line[2:], []))
+        elif found:
+            found[-1][1].append(line)
+    return found
+
+
+def _timings(lines: list[str]) -> list[str]:
+    return [re.sub(r"in \d+\.\d s", "in … s", line) for line in lines]
+
+
+def _wait_for_subscriber(base_url: str, name: str) -> None:
+    """Until the server counts a results stream of ``name`` (an emission before it would be missed)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with opener.open(base_url + "/metrics", timeout=10) as response:
+            if f'cqels_query_subscribers{{query="{name}"}} 1' in response.read().decode():
+                return
+        time.sleep(0.05)
+    pytest.fail(f"cqels watch {name} did not subscribe")
+
+
+@pytest.mark.slow  # about 20 s: a server and seven cqels commands, each a Python process
+def test_the_readme_session_gives_the_output_it_shows(tmp_path: Path) -> None:
+    serving, environment = _serve_helpers()
+    data_dir = str(tmp_path / "cqels-ql2")
+    load, serve, *session = [command for block in session_blocks() for command in commands(block)]
+    assert serve[0] == ".venv/bin/cqels serve --data-dir /tmp/cqels-ql2 --cache-engine local"
+    # The subprocesses run the mode (compiled or pure Python) this test runs.
+    pure = {"CQELS_PURE_PYTHON": os.environ["CQELS_PURE_PYTHON"]} if "CQELS_PURE_PYTHON" in os.environ else {}
+
+    def run(command: str, env: dict[str, str]) -> list[str]:
+        done = subprocess.run(shlex.split(command.replace("/tmp/cqels-ql2", data_dir)), cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    assert _timings(run(load[0], environment(**pure))) == _timings([line.replace("/tmp/cqels-ql2", data_dir) for line in load[1]])
+    with serving("--data-dir", data_dir, "--cache-engine", "local", env=pure, cwd=ROOT) as server:
+        started = next(line for line in server.output if "listening on" in line)
+        started = started.replace(data_dir, "/tmp/cqels-ql2").replace(server.base_url, "http://127.0.0.1:7878")
+        assert started.startswith(serve[1][0].removesuffix(" …"))
+        env = environment(CQELS_URL=server.base_url, **pure)
+        watchers = []
+        try:
+            for command, expected in session:
+                if " watch " not in command:
+                    assert run(command, env) == expected, command
+                    continue
+                watcher = subprocess.Popen(shlex.split(command), cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+                watchers.append((watcher, expected))
+                _wait_for_subscriber(server.base_url, shlex.split(command)[2])
+            for watcher, expected in watchers:
+                output, _ = watcher.communicate(timeout=60)
+                assert output.splitlines() == expected
+        finally:
+            for watcher, _ in watchers:
+                if watcher.poll() is None:
+                    watcher.kill()
+                    watcher.communicate()
