@@ -1,4 +1,4 @@
-"""The wheel carries every package and the grammar, and works outside the checkout."""
+"""The wheel carries every package, the grammar and the console's files, and works outside the checkout."""
 
 import os
 import subprocess
@@ -40,6 +40,10 @@ def test_wheel_holds_packages_and_grammar(wheel):
     grammar_files = {Path(n).name for n in names if n.startswith("cqels_endpoint/grammar/")}
     assert {p.name for p in (ROOT / "grammar").glob("*.lark")} <= grammar_files
     assert any(n.endswith(".lark") for n in grammar_files)
+    # The web console's files, the vendored CodeMirror and its licence included.
+    console = ROOT / "cqels_endpoint" / "http" / "console_files"
+    expected = {str(p.relative_to(ROOT)) for p in console.rglob("*") if p.is_file()}
+    assert expected and expected <= names
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ is unregistered (``Engine.failed``); ``status`` is then ``"failed"``.
 from __future__ import annotations
 
 import itertools
+import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,6 +53,10 @@ class ContinuousQuery:
     emitted: int = field(init=False, default=0)
     # Seconds the engine spent on each event (and advance) of this query: windows and evaluation.
     latency: LatencyHistogram = field(init=False, default_factory=LatencyHistogram)
+    # Seconds from the engine accepting an event (``Event.received``) to each emission it causes,
+    # lateness waits included: the push-to-emission latency the web console plots.
+    emission_latency: LatencyHistogram = field(init=False, default_factory=LatencyHistogram)
+    _received: float | None = field(init=False, default=None, repr=False)
     # Why the engine stopped the query (it raised while driven), None while it runs.
     failure: Exception | None = field(init=False, default=None)
 
@@ -116,20 +121,32 @@ class ContinuousQuery:
 
     def explain(self) -> str:
         """The evaluator's plan with live counters, after the query's windows and their sizes."""
+        head, lines = self._explain_head()
+        return "\n".join([head, *(f"  {line}" for line in lines)]) + "\n" + self.evaluator.explain()
+
+    def explain_tree(self) -> dict:
+        """``explain`` as a tree (``plan.explain.plan_tree``'s shape): the query, its windows as
+        details, the evaluator's plan as its child."""
+        head, lines = self._explain_head()
+        return {"id": "", "what": head, "line": None, "counters": {}, "details": lines, "children": [self.evaluator.explain_tree()]}
+
+    def _explain_head(self) -> tuple[str, list[str]]:
+        """The first line of ``explain`` and the lines under it (windows, shed triples)."""
         kind = "eager"
         if self.schedule is not None:
             kind = f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
-        lines = [f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"]
+        head = f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"
+        lines = []
         if self.shed:
-            lines.append(f"  {self.shed} triple(s) shed by full windows (max_window_triples)")
+            lines.append(f"{self.shed} triple(s) shed by full windows (max_window_triples)")
         for st, window in zip(self.patterns, self.windows):
             lines.append(
-                f"  window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
+                f"window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
                 f"state {self._readers(window)}"
             )
         if self.unshared is not None:
-            lines.append(f"  a plan of its own: {self.unshared}")
-        return "\n".join(lines) + "\n" + self.evaluator.explain()
+            lines.append(f"a plan of its own: {self.unshared}")
+        return head, lines
 
     def _readers(self, window: WindowReader) -> str:
         return f"shared by {window.shared_by} quer{'y' if window.shared_by == 1 else 'ies'}"
@@ -138,6 +155,7 @@ class ContinuousQuery:
 
     def _on_event(self, event: Event, seqs: itertools.count, step: int) -> None:
         # ``step`` numbers the engine's dispatches and advances (the instances of a template use it).
+        self._received = event.received
         if self.schedule is not None:
             if self.schedule.origin is None:
                 self.schedule.set_origin(event.time)
@@ -159,6 +177,7 @@ class ContinuousQuery:
             self._evaluate(tau, tick=event.arrival)
 
     def _on_advance(self, time: int, step: int) -> None:
+        self._received = None
         if self.schedule is not None:
             for close in self.schedule.closes_through(time):
                 self._evaluate(close, tick=None)
@@ -177,6 +196,7 @@ class ContinuousQuery:
         (RSTREAM). ``phase``: the ``anchor`` and ``final`` of a directional query's emissions."""
         self.clock = tau
         self.evaluations += 1
+        emitted = len(self._outbox)
         if self.algebra.form == QueryForm.ASK:
             # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
             if self.r2s is R2S.RSTREAM:
@@ -198,6 +218,8 @@ class ContinuousQuery:
             decoded = rows.mappings() if self._reads_terms() else None
             bindings = rows.bindings_json() if self._json_only else None
             self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=decoded, bindings=bindings, **phase))
+        if len(self._outbox) > emitted and self._received:
+            self.emission_latency.observe(_time.perf_counter() - self._received)
 
     def _reads_terms(self) -> bool:
         """Some subscriber reads emissions as terms (or none is there yet to say it does not)."""

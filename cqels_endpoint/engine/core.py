@@ -562,10 +562,18 @@ class Engine:
     def explain(self, name: str) -> str:
         """``ContinuousQuery.explain`` of ``name``, between two events (it reads live operator state)."""
         with self._lock:
-            query = self.queries.get(name)
-            if query is None:
-                raise UnknownQueryError(f"no continuous query is registered as {name!r}")
-            return query.explain()
+            return self._registered(name).explain()
+
+    def explain_tree(self, name: str) -> dict:
+        """``ContinuousQuery.explain_tree`` of ``name`` (JSON-ready), between two events."""
+        with self._lock:
+            return self._registered(name).explain_tree()
+
+    def _registered(self, name: str) -> ContinuousQuery:
+        query = self.queries.get(name)
+        if query is None:
+            raise UnknownQueryError(f"no continuous query is registered as {name!r}")
+        return query
 
     def late_events(self, stream: object) -> int:
         """How many events of ``stream`` were rejected as late."""

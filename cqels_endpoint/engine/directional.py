@@ -108,6 +108,14 @@ class AnchoredEvaluators:
             return self.parts[0].explain()
         return f"final results:\n{self.final.explain()}\nearly results:\n{self.early.explain()}"
 
+    def explain_tree(self) -> dict:
+        if len(self.parts) == 1:
+            return self.parts[0].explain_tree()
+        trees = [self.final.explain_tree(), self.early.explain_tree()]
+        for tree, kind in zip(trees, ("final results", "early results")):
+            tree["what"] = f"{kind}: {tree['what']}"
+        return {"id": "", "what": "two evaluators of the plan", "line": None, "counters": {}, "details": [], "children": trees}
+
     def close(self) -> None:
         for part in self.parts:
             part.close()
@@ -147,29 +155,27 @@ class DirectionalQuery(ContinuousQuery):
     def snapshot(self) -> list[Row]:
         return self.evaluator.snapshot()
 
-    def explain(self) -> str:
+    def _explain_head(self) -> tuple[str, list[str]]:
         step = self.anchors.step_ms
         anchors = f"anchors every {step} ms from {self.anchors.origin}" if step is not None else "an anchor at each event time"
-        lines = [
+        head = (
             f"query {self.name} ({self.mode}, {self.r2s}, directional: {anchors}, closed {self.ahead} ms after; "
             f"EMIT {self.emit}; clock {self.clock}, next anchor to close {self.anchors.first()}, "
             f"{self.evaluations} evaluations, {self.emitted} emissions)"
-        ]
-        if self._shed:
-            lines.append(f"  {self._shed} triple(s) shed by full windows (max_window_triples)")
+        )
+        lines = [f"{self._shed} triple(s) shed by full windows (max_window_triples)"] if self._shed else []
         for st, window in zip(self.patterns, self._anchored):
             extent = window.extent
             unit = " triples" if extent.count else " ms"
             past = "unbounded" if extent.past is None else f"{extent.past}{unit}"
-            lines.append(
-                f"  window {st.id} on <{st.stream.value}> past {past}, future {extent.future}{unit}: {len(window)} triple(s) kept"
-            )
-        return "\n".join(lines) + "\n" + self.evaluator.explain()
+            lines.append(f"window {st.id} on <{st.stream.value}> past {past}, future {extent.future}{unit}: {len(window)} triple(s) kept")
+        return head, lines
 
     # ------------------------------------------------------------------ driven by the engine
 
     def _on_event(self, event: Event, _seqs: itertools.count, step: int) -> None:
         time, seqs = event.time, self._seqs
+        self._received = event.received
         self._close_through(time, seqs)
         self.anchors.note(time)
         if self._routes is None:
@@ -194,6 +200,7 @@ class DirectionalQuery(ContinuousQuery):
         self.clock = time if self.clock is None else max(self.clock, time)
 
     def _on_advance(self, time: int, step: int) -> None:
+        self._received = None
         self._close_through(time, self._seqs)
         self.clock = time if self.clock is None else max(self.clock, time)
 

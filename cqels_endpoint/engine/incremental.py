@@ -43,7 +43,7 @@ from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.path import PathWindow
 from cqels_endpoint.operators.shared.join import WindowBufferBase, WindowCopies
 from cqels_endpoint.plan.compile import compile_plan
-from cqels_endpoint.plan.explain import explain_plan
+from cqels_endpoint.plan.explain import explain_plan, plan_tree
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.kinds import R2S, QueryForm
@@ -266,6 +266,13 @@ class IncrementalEvaluator:
         size = self.sink.counters()["rows"]
         text = explain_plan(self.plan, self._counters, self.describe_cache)
         return text + f"\n  Γ: {size} rows after {self.evaluations} evaluations"
+
+    def explain_tree(self) -> dict[str, Any]:
+        """``explain`` as ``plan.explain.plan_tree`` gives it, Γ's size and the evaluations as the
+        root's counters."""
+        tree = plan_tree(self.plan, self._counters, self.describe_cache)
+        tree["counters"] = {"Γ rows": self.sink.counters()["rows"], "evaluations": self.evaluations}
+        return tree
 
     def close(self) -> None:
         """Drops every dictionary reference the plan holds (the query was unregistered)."""

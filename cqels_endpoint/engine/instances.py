@@ -90,10 +90,12 @@ class InstanceQuery(ContinuousQuery):
 
     def _on_event(self, event, seqs, step: int) -> None:
         driver = self.view.group.driver
+        self._received = event.received
         self._take(driver.run(step, lambda: driver._on_event(event, seqs, step)))
 
     def _on_advance(self, time: int, step: int) -> None:
         driver = self.view.group.driver
+        self._received = None
         self._take(driver.run(step, lambda: driver._on_advance(time, step)))
 
     def _take(self, evaluations: list) -> None:
@@ -226,6 +228,11 @@ class InstanceView:
             f"of the template (this one is ?.instance {self.row[0].value} in {group.table_node.id})"
         )
         return head + "\n" + group.evaluator.explain()
+
+    def explain_tree(self) -> dict:
+        tree = self.group.evaluator.explain_tree()
+        tree["what"] = f"shared plan {self.group.name} ({len(self.group)} instances): {tree['what']}"
+        return tree
 
     def close(self) -> None:
         if not self._closed:

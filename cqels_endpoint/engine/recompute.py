@@ -199,12 +199,27 @@ class RecomputeEvaluator:
         return [dict(row) for row in self._rows]
 
     def explain(self) -> str:
-        lines = [f"recompute {self.name}: pyoxigraph re-evaluation at every evaluation time", f"  query: {self.sparql}"]
-        for st, graph in zip(self.patterns, self.graphs):
-            size = len(self._window_triples[st.id])
-            lines.append(f"  window {st.id} <{graph.value}>: {size} triple(s) on <{st.stream.value}>")
+        tree = self.explain_tree()
+        lines = [tree["what"], *(f"  {line}" for line in tree["details"])]
+        lines += [f"  {child['what']}: {child['counters']['triples']} triple(s)" for child in tree["children"]]
         lines.append(f"  evaluations: {self.evaluations}, |Γ| = {len(self._rows)}")
         return "\n".join(lines)
+
+    def explain_tree(self) -> dict:
+        """``explain`` as a tree (``plan.explain.plan_tree``'s shape): the query pyoxigraph runs,
+        one child per window graph."""
+        windows = [
+            {
+                "id": f"W{st.id}", "what": f"window {st.id} <{graph.value}> on <{st.stream.value}>", "line": None,
+                "counters": {"triples": len(self._window_triples[st.id])}, "details": [], "children": [],
+            }
+            for st, graph in zip(self.patterns, self.graphs)
+        ]
+        return {
+            "id": "", "what": f"recompute {self.name}: pyoxigraph re-evaluation at every evaluation time", "line": None,
+            "counters": {"evaluations": self.evaluations, "Γ rows": len(self._rows)}, "details": [f"query: {self.sparql}"],
+            "children": windows,
+        }
 
     # Re-evaluation reads the static data itself: no caches for the engine to build or describe.
     caches: tuple = ()

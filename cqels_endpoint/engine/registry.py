@@ -106,13 +106,31 @@ class QueryRegistry:
         self._lock = threading.RLock()
 
     def put(
-        self, name: str, text: str, r2s: str | None, mode: str, parameters: tuple[str, ...] = (), *, save: bool = True
+        self,
+        name: str,
+        text: str,
+        r2s: str | None,
+        mode: str,
+        parameters: tuple[str, ...] = (),
+        *,
+        save: bool = True,
+        replace: bool = False,
     ) -> StoredQuery:
         """Stores ``text`` as ``name``: a template when it declares parameters or ``parameters``
-        names some (checked, not started), else a started query."""
+        names some (checked, not started), else a started query. With ``replace``, a query of that
+        name is stopped (with its instances) once the new text has passed the checks of
+        registration, so a text that does not parse or plan leaves it running."""
         with self._lock:
             if name in self.stored or name in self.engine.queries:
-                raise QueryConflictError(f"a query named {name!r} is already registered: DELETE /queries/{name} first")
+                if not replace:
+                    raise QueryConflictError(
+                        f"a query named {name!r} is already registered: DELETE /queries/{name} first, or PUT with ?replace=true"
+                    )
+                if parameters or declared_parameters(text):
+                    self.engine.check_template(self.engine.template(text, parameters), r2s=r2s, mode=mode)
+                else:
+                    self.engine.check(text, r2s, mode)
+                self._remove(name)
             if parameters or declared_parameters(text):
                 template = self.engine.template(text, parameters)
                 self.engine.check_template(template, r2s=r2s, mode=mode)
@@ -126,16 +144,26 @@ class QueryRegistry:
 
     def delete(self, name: str) -> None:
         with self._lock:
-            stored = self.get(name)
-            for instance in stored.instances.values():
-                self.engine.unregister(instance.query.name)
-            if stored.query is not None:
-                self.engine.unregister(name)
-            del self.stored[name]
+            self._remove(name)
             self._save()
 
+    def _remove(self, name: str) -> None:
+        stored = self.get(name)
+        for instance in stored.instances.values():
+            self.engine.unregister(instance.query.name)
+        if stored.query is not None:
+            self.engine.unregister(name)
+        del self.stored[name]
+
+    def listed(self) -> list[StoredQuery]:
+        """Every stored query, as of one moment (never in the middle of a replacement)."""
+        with self._lock:
+            return list(self.stored.values())
+
     def get(self, name: str) -> StoredQuery:
-        stored = self.stored.get(name)
+        # Under the lock: a reader never sees a replacement half done (the old query gone, the new not in).
+        with self._lock:
+            stored = self.stored.get(name)
         if stored is None:
             raise UnknownQueryError(f"no query is stored as {name!r}; GET /queries lists them")
         return stored

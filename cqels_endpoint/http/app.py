@@ -9,6 +9,7 @@ one continuous engine.
 | ``/streams/{name}``, ``/streams``, ``/streams/{name}/clock`` | POST GET DELETE | ``streams.py`` — push, list, reset a clock |
 | ``/queries/{name}/results`` | GET | ``results.py`` — emissions as Server-Sent Events or NDJSON |
 | ``/queries``, ``/queries/{name}``, ``/queries/{name}/instances`` | GET PUT DELETE POST | ``queries.py`` — stored queries, parameters, instances |
+| ``/``, ``/console/…`` | GET | ``console.py`` — the web console |
 | ``/health`` | GET | here |
 | ``/metrics`` | GET | ``metrics.py`` — Prometheus text exposition |
 
@@ -23,7 +24,7 @@ from flask import Flask, Response, jsonify
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine, Limits
 from cqels_endpoint.engine.registry import FILE_NAME as QUERIES_FILE
-from cqels_endpoint.http import fast, graph_store, metrics, queries, query, results, streams, update
+from cqels_endpoint.http import console, fast, graph_store, metrics, queries, query, results, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.cors import CorsMiddleware
 from cqels_endpoint.http.errors import register_error_handlers
@@ -56,6 +57,7 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
     app.register_blueprint(streams.blueprint)
     app.register_blueprint(results.blueprint)
     app.register_blueprint(queries.blueprint)
+    app.register_blueprint(console.blueprint)
     app.add_url_rule("/health", "health", _health, methods=["GET"])
     fast.install(app, store, config)
     if config.cors_origins:  # outermost: it answers preflights and marks the fast path's answers too

@@ -90,7 +90,7 @@ def _argument(error: ArgumentError) -> Response:
 
 @blueprint.get("/queries")
 def list_queries() -> Response:
-    return jsonify({"queries": [_summary(stored) for stored in list(registry().stored.values())]})
+    return jsonify({"queries": [_summary(stored) for stored in registry().listed()]})
 
 
 @blueprint.put("/queries/<name>")
@@ -104,7 +104,10 @@ def put_query(name: str) -> Response:
     r2s = single(params, "r2s", "give one R2S operator")
     mode = single(params, "mode", "give one mode") or "incremental"
     given = tuple(params.get("parameter", ()))
-    stored = registry().put(name, body_text("query"), r2s, mode, given)
+    replace = single(params, "replace", "give replace once") or "false"
+    if replace not in ("true", "false"):
+        abort(bad_request(f"replace={replace!r}: use true or false"))
+    stored = registry().put(name, body_text("query"), r2s, mode, given, replace=replace == "true")
     response = jsonify(_details(stored))
     response.status_code = 201
     response.headers["Location"] = f"/queries/{name}"
@@ -164,6 +167,11 @@ def _check_name(name: str) -> None:
 
 def _counts(query: ContinuousQuery) -> dict:
     counts = {"evaluations": query.evaluations, "emissions": query.emitted, "shed": query.shed}
+    # Engine time on its events and advances, and push-to-emission latency: the console plots the
+    # mean of each per interval.
+    counts["latency"] = {"count": query.latency.count, "sum_ms": query.latency.sum * 1000}
+    latency = query.emission_latency
+    counts["emission_latency"] = {"count": latency.count, "sum_ms": latency.sum * 1000}
     if query.algebra.lateness_ms:
         counts["lateness_ms"] = query.algebra.lateness_ms
     if isinstance(query, DirectionalQuery):
@@ -211,6 +219,7 @@ def _details(stored: StoredQuery) -> dict:
     # A failed query's plan is released: nothing to explain.
     running = stored.query is not None and stored.query.failure is None
     details["explain"] = endpoint().engine.explain(stored.name) if running else None
+    details["plan"] = endpoint().engine.explain_tree(stored.name) if running else None
     instances = list(stored.instances.values())
     details["instances"] = [_instance(stored.name, i, explain=False) for i in instances]
     # How many window states the instances keep between them (runtime.sharing): one per stream
@@ -231,4 +240,5 @@ def _instance(name: str, instance: Instance, *, explain: bool) -> dict:
         result["error"] = str(query.failure)
     elif explain:
         result["explain"] = endpoint().engine.explain(query.name)
+        result["plan"] = endpoint().engine.explain_tree(query.name)
     return result

@@ -71,24 +71,35 @@ def explain_plan(
 ) -> str:
     """The plan as indented text; ``counters(node)`` gives the live counters of a node's operator,
     ``describe_cache(cache)`` the lines shown under a static cache."""
-    lines = [f"{plan.form.lower()} (incremental)"]
-    if plan.template:
-        lines.append("  template: " + " ".join(_triple(t) + " ." for t in plan.template))
-    _node(plan.root, None, 1, lines, counters, describe_cache)
+    tree = plan_tree(plan, counters, describe_cache)
+    lines = [tree["what"]]
+    lines.extend(f"  {line}" for line in tree["details"])
+    for child in tree["children"]:
+        _text(child, 1, lines)
     return "\n".join(lines)
 
 
-def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[str], counters, describe_cache=None) -> None:
-    indent = "  " * depth
-    head = f"{indent}{node.id} {_what(node)}"
+def plan_tree(
+    plan: PhysicalPlan,
+    counters: Callable[[PlanNode], Mapping[str, Any]] | None = None,
+    describe_cache: Callable[[StaticCache], list[str]] | None = None,
+) -> dict[str, Any]:
+    """The plan as a tree of JSON-ready dicts (the web console draws it): each node's ``id``,
+    ``what`` it computes (with how a join probes it), its query ``line``, its operator's
+    ``counters``, ``details`` lines (a cache's SPARQL and state, a SEQ's steps) and ``children``."""
+    details = ["template: " + " ".join(_triple(t) + " ." for t in plan.template)] if plan.template else []
+    root = _tree(plan.root, None, counters, describe_cache)
+    return {"id": "", "what": f"{plan.form.lower()} (incremental)", "line": None, "counters": {}, "details": details, "children": [root]}
+
+
+def _tree(node: PlanNode, join_input: JoinInput | None, counters, describe_cache) -> dict[str, Any]:
+    what = _what(node)
     if join_input is not None:
         keys = " ".join("?" + k for k in join_input.keys) or "nothing (cross product)"
-        head += f"  probed on {keys} via {join_input.index} index"
+        what += f"  probed on {keys} via {join_input.index} index"
         if join_input.maybe_unbound:
-            head += " (maybe unbound: " + " ".join("?" + k for k in join_input.maybe_unbound) + ")"
-    if node.line is not None:
-        head += f"  (line {node.line})"
-    lines.append(head)
+            what += " (maybe unbound: " + " ".join("?" + k for k in join_input.maybe_unbound) + ")"
+    values: dict[str, Any] = {}
     if counters is not None:
         values = dict(counters(node))
         if isinstance(node, MultiwayJoin) and isinstance(values.get("probe_orders"), dict):
@@ -98,24 +109,35 @@ def _node(node: PlanNode, join_input: JoinInput | None, depth: int, lines: list[
                 ">".join(names[int(port)] for port in str(order).split(">")): count
                 for order, count in values["probe_orders"].items()
             }
-        if values:
-            lines.append(f"{indent}   " + " ".join(f"{key}={_value(value)}" for key, value in values.items()))
+    details: list[str] = []
     if isinstance(node, StaticCache) and node.sparql:
-        lines.append(f"{indent}   computed by: {node.sparql}")
+        details.append(f"computed by: {node.sparql}")
     if isinstance(node, StaticCache) and describe_cache is not None:
-        lines.extend(f"{indent}   {line}" for line in describe_cache(node))
+        details.extend(describe_cache(node))
     if isinstance(node, SeqNode):
         for step in node.steps:
-            lines.append(f"{indent}   {_seq_step(step)}")
+            details.append(_seq_step(step))
             for leaf in step.leaves:
                 where = f"{write_term(leaf.stream)} {format_window(leaf.window)} {{ {_triple(leaf.triple)} }}"
-                lines.append(f"{indent}     {leaf.id} timed triples of {where}")
+                details.append(f"  {leaf.id} timed triples of {where}")
     if isinstance(node, MultiwayJoin):
-        for child in node.join_inputs:
-            _node(child.node, child, depth + 1, lines, counters, describe_cache)
+        children = [_tree(child.node, child, counters, describe_cache) for child in node.join_inputs]
     else:
-        for child in node.inputs:
-            _node(child, None, depth + 1, lines, counters, describe_cache)
+        children = [_tree(child, None, counters, describe_cache) for child in node.inputs]
+    return {"id": node.id, "what": what, "line": node.line, "counters": values, "details": details, "children": children}
+
+
+def _text(node: dict[str, Any], depth: int, lines: list[str]) -> None:
+    indent = "  " * depth
+    head = f"{indent}{node['id']} {node['what']}"
+    if node["line"] is not None:
+        head += f"  (line {node['line']})"
+    lines.append(head)
+    if node["counters"]:
+        lines.append(f"{indent}   " + " ".join(f"{key}={_value(value)}" for key, value in node["counters"].items()))
+    lines.extend(f"{indent}   {line}" for line in node["details"])
+    for child in node["children"]:
+        _text(child, depth + 1, lines)
 
 
 def _what(node: PlanNode) -> str:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
+import time as _time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -122,13 +123,15 @@ class Event(NamedTuple):
     """One stream event: a set of triples with one timestamp; ``arrival`` numbers pushes engine-wide.
 
     The triples come as term ids, three per triple (``TermDictionary.encode_triples``), each holding
-    one dictionary reference until the engine has dispatched the event.
+    one dictionary reference until the engine has dispatched the event. ``received`` is when the
+    engine accepted it (``time.perf_counter()``): what a query's push-to-emission latency counts from.
     """
 
     stream: str
     time: int
     ids: Sequence[int]
     arrival: int
+    received: float = 0.0
 
     def sort_key(self) -> tuple[int, int]:
         return self.time, self.arrival
@@ -336,9 +339,10 @@ class Streams:
         clock = self.clock(iri)
         clock.check_batch([time for _, time in events], now_ms, self.max_future_ms)
         encoded = [(encode(triples), time) for triples, time in events]
+        received = _time.perf_counter()
         released = []
         for ids, time in encoded:
-            event = Event(iri, time, ids, next(self._arrivals))
+            event = Event(iri, time, ids, next(self._arrivals), received)
             if accepted is not None:
                 accepted.append(event)
             released.extend(clock.accept(event, now_ms))
@@ -348,7 +352,7 @@ class Streams:
         """Puts back an event accepted before a restart and not released then (``engine.clocks``):
         it waits, as it did, for the watermark."""
         clock = self.clock(iri)
-        event = Event(iri, time, ids, next(self._arrivals))
+        event = Event(iri, time, ids, next(self._arrivals), _time.perf_counter())
         heapq.heappush(clock._buffer, (event.time, event.arrival, event))
 
     def buffered_events(self, iri: str) -> list[Event]:

@@ -56,6 +56,22 @@ def test_put_get_list_delete(live) -> None:
     assert all(q["name"] != "q1" for q in live.get("/queries").json()["queries"])
 
 
+def test_replace_checks_the_new_text_before_stopping_the_old(live) -> None:
+    assert sparql_query(live, "edited", Q1).status == 201
+    try:
+        broken = live.put("/queries/edited", body=Q1.replace("WHERE", "WHERE WHERE"), params={"replace": "true"}, headers=SPARQL)
+        assert broken.error(400)["line"] is not None
+        assert live.get("/queries/edited").json()["text"] == Q1 and "edited" in engine_of(live).queries
+        assert "use true or false" in live.put("/queries/edited", body=Q1, params={"replace": "yes"}, headers=SPARQL).error(400)["error"]
+        replaced = live.put("/queries/edited", body=Q2, params={"replace": "true", "r2s": "RSTREAM"}, headers=SPARQL)
+        assert replaced.status == 201, replaced.text
+        details = live.get("/queries/edited").json()
+        assert (details["text"], details["r2s"]) == (Q2, "RSTREAM")
+        assert engine_of(live).queries["edited"].algebra.form == "CONSTRUCT"
+    finally:
+        live.delete("/queries/edited")
+
+
 def test_r2s_and_mode_parameters(live) -> None:
     response = sparql_query(live, "q1-r", Q1, r2s="rstream", mode="recompute")
     assert response.status == 201, response.text

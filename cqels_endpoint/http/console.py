@@ -1,0 +1,54 @@
+"""The web console: ``GET /`` is its page, ``/console/…`` its files (``http/console_files/``).
+
+The console is static HTML, CSS and JavaScript with CodeMirror 5 vendored under
+``console_files/vendor/codemirror`` (MIT, its LICENSE beside it): nothing is built at install and nothing
+is fetched from another site. It talks to the server only through the HTTP API the README documents
+(``/query``, ``/update``, ``/store``, ``/streams``, ``/queries``, results streams);
+``/console/settings.json`` tells it whether writes need a bearer token or are refused.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from importlib import resources
+
+from flask import Blueprint, Response, abort, jsonify
+
+from cqels_endpoint.http.context import endpoint
+
+blueprint = Blueprint("console", __name__)
+
+_FILES = resources.files("cqels_endpoint.http") / "console_files"
+_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".html": "text/html; charset=utf-8"}
+
+
+@blueprint.get("/")
+def page() -> Response:
+    return _file("index.html")
+
+
+@blueprint.get("/console/settings.json")
+def settings() -> Response:
+    config = endpoint().config
+    return jsonify({"auth_required": config.auth_token is not None, "read_only": config.read_only})
+
+
+@blueprint.get("/console/<path:name>")
+def asset(name: str) -> Response:
+    return _file(name)
+
+
+def _file(name: str) -> Response:
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        abort(404)
+    target = _FILES.joinpath(*parts)
+    if not target.is_file():
+        abort(404)
+    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+    content_type = _TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    response = Response(target.read_bytes(), content_type=content_type)
+    # Revalidated on every load: a server upgrade never leaves a stale console in a browser.
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
