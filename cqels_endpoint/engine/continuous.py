@@ -131,22 +131,26 @@ class ContinuousQuery:
         return {"id": "", "what": head, "line": None, "counters": {}, "details": lines, "children": [self.evaluator.explain_tree()]}
 
     def _explain_head(self) -> tuple[str, list[str]]:
-        """The first line of ``explain`` and the lines under it (windows, shed triples)."""
-        kind = "eager"
-        if self.schedule is not None:
-            kind = f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
-        head = f"query {self.name} ({self.mode}, {self.r2s}, {kind}; clock {self.clock}, {self.evaluations} evaluations, {self.emitted} emissions)"
-        lines = []
-        if self.shed:
-            lines.append(f"{self.shed} triple(s) shed by full windows (max_window_triples)")
-        for st, window in zip(self.patterns, self.windows):
-            lines.append(
-                f"window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), "
-                f"state {self._readers(window)}"
-            )
+        """The first line of ``explain`` and the lines under it (shed triples, windows)."""
+        head = f"query {self.name} ({self.mode}, {self.r2s}, {self._schedule_text()}; clock {self.clock}, "
+        head += f"{self.evaluations} evaluations, {self.emitted} emissions)"
+        lines = [f"{self.shed} triple(s) shed by full windows (max_window_triples)"] if self.shed else []
+        lines += self._window_lines()
         if self.unshared is not None:
             lines.append(f"a plan of its own: {self.unshared}")
         return head, lines
+
+    def _schedule_text(self) -> str:
+        """When the query is evaluated, for ``explain``."""
+        if self.schedule is None:
+            return "eager"
+        return f"periodic, origin {self.schedule.origin}, next close {self.schedule.next_close}"
+
+    def _window_lines(self) -> list[str]:
+        return [
+            f"window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), state {self._readers(window)}"
+            for st, window in zip(self.patterns, self.windows)
+        ]
 
     def _readers(self, window: WindowReader) -> str:
         return f"shared by {window.shared_by} quer{'y' if window.shared_by == 1 else 'ies'}"

@@ -152,24 +152,19 @@ class DirectionalQuery(ContinuousQuery):
     def shed(self) -> int:
         return self._shed
 
-    def snapshot(self) -> list[Row]:
-        return self.evaluator.snapshot()
-
-    def _explain_head(self) -> tuple[str, list[str]]:
+    def _schedule_text(self) -> str:
         step = self.anchors.step_ms
         anchors = f"anchors every {step} ms from {self.anchors.origin}" if step is not None else "an anchor at each event time"
-        head = (
-            f"query {self.name} ({self.mode}, {self.r2s}, directional: {anchors}, closed {self.ahead} ms after; "
-            f"EMIT {self.emit}; clock {self.clock}, next anchor to close {self.anchors.first()}, "
-            f"{self.evaluations} evaluations, {self.emitted} emissions)"
-        )
-        lines = [f"{self._shed} triple(s) shed by full windows (max_window_triples)"] if self._shed else []
+        return f"directional: {anchors}, closed {self.ahead} ms after; EMIT {self.emit}; next anchor to close {self.anchors.first()}"
+
+    def _window_lines(self) -> list[str]:
+        lines = []
         for st, window in zip(self.patterns, self._anchored):
             extent = window.extent
             unit = " triples" if extent.count else " ms"
             past = "unbounded" if extent.past is None else f"{extent.past}{unit}"
             lines.append(f"window {st.id} on <{st.stream.value}> past {past}, future {extent.future}{unit}: {len(window)} triple(s) kept")
-        return head, lines
+        return lines
 
     # ------------------------------------------------------------------ driven by the engine
 

@@ -187,6 +187,3 @@ class Anchors:
             self._pending.popleft()
         else:
             self._next += self.step_ms
-
-    def __len__(self) -> int:
-        return len(self._pending)
