@@ -29,6 +29,7 @@ ROOMS = (
     ("caches",),
     ("spark",),
     ("engine",),
+    ("streaming",),
     ("testing",),
     ("http",),
     ("cli",),

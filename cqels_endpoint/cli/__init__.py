@@ -1,6 +1,7 @@
 """The ``cqels`` command line: one module per group of sub-commands.
 
-``queries`` (explain, register, watch), ``server`` (serve), ``data`` (load, push, replay); the
+``queries`` (explain, register, watch), ``server`` (serve), ``data`` (load, push, replay), ``jobs``
+(spark-job); the
 HTTP client the client commands share is ``client``, the table ``watch`` prints is ``watch``,
 the CSV mappings of ``replay`` are ``replay``.
 
@@ -15,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cqels_endpoint.cli import data, queries, server
+from cqels_endpoint.cli import data, jobs, queries, server
 from cqels_endpoint.cli.client import ServerError
 from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from cqels_endpoint.errors import CqelsError, PlanError, QuerySyntaxError
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_replay(commands)
     queries.add_register(commands)
     queries.add_watch(commands)
+    jobs.add_spark_job(commands)
     return parser
 
 

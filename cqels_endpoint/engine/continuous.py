@@ -59,6 +59,9 @@ class ContinuousQuery:
     _received: float | None = field(init=False, default=None, repr=False)
     # Why the engine stopped the query (it raised while driven), None while it runs.
     failure: Exception | None = field(init=False, default=None)
+    # Set: each evaluation hands Γ's signed changes ``(tau, [(row, ±1), …])`` here instead of making
+    # R2S emissions (a partition of a Spark job, whose global stage applies the R2S: streaming/).
+    on_changes: Callable[[int, list[tuple[Row, int]]], None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.r2s, self.mode = R2S(self.r2s), Mode(self.mode)
@@ -192,8 +195,22 @@ class ContinuousQuery:
         for st, window in zip(self.patterns, self.windows):
             for gone in window.expire(tau, tick):
                 self.evaluator.on_expire(st.id, gone)
+        if self.on_changes is not None:
+            self.clock = tau
+            self.evaluations += 1
+            self.on_changes(tau, self.evaluator.evaluate(tau))
+            return
         with self.evaluator.emitted(tau, self.r2s) as rows:
             self._emit(tau, rows)
+
+    def evaluate_at(self, tau: int) -> list[Emission]:
+        """Evaluates at ``tau`` without an engine and returns the emissions, delivered to nobody: a
+        query over no window whose evaluator's inputs its driver changes (the global stage of a
+        Spark job, streaming/merge.py)."""
+        self._on_advance(tau, 0)
+        made, self._outbox = self._outbox, []
+        self.emitted += len(made)
+        return made
 
     def _emit(self, tau: int, rows: EmittedRows, **phase: object) -> None:
         """The evaluation at ``tau`` is done and emits ``rows``: Γ's changes of the R2S's sign, or Γ

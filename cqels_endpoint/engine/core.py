@@ -179,8 +179,22 @@ class Engine:
         keyword, else ISTREAM. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query
         the engine cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
         """
+        return self.register_algebra(to_algebra(parse_query(text, stream_base=self.stream_base)), text, name, r2s, mode, origin_ms)
+
+    def register_algebra(
+        self,
+        algebra: n.AlgebraQuery,
+        text: str,
+        name: str | None = None,
+        r2s: str | None = None,
+        mode: str = "incremental",
+        origin_ms: int | None = None,
+    ) -> ContinuousQuery:
+        """``register`` of a query already translated (``text`` is what error messages and
+        ``explain`` quote): a partition of a Spark job runs the part of a query below its global
+        stage (``plan.partitioning``)."""
         mode = Mode.choose(mode, "mode")
-        return self._register(text, self._prepare(to_algebra(parse_query(text, stream_base=self.stream_base)), r2s), name, mode, origin_ms)
+        return self._register(text, self._prepare(algebra, r2s), name, mode, origin_ms)
 
     def _register(
         self, text: str, planned: tuple[n.AlgebraQuery, R2S, list[StreamTriple]], name: str | None, mode: Mode, origin_ms: int | None

@@ -194,7 +194,7 @@ class _Compiler:
         order = pattern if isinstance(pattern, n.OrderBy) else None
         if order is not None:
             pattern = order.input
-        if not contains_stream(pattern):
+        if not contains_stream(pattern) and not _split(pattern):
             pattern = n.StaticPattern(pattern, (), span=pattern.span)
         root = self._node(pattern, graph)
         if project is not None:
@@ -614,6 +614,12 @@ class _Compiler:
     def _certain(self, node: PlanNode) -> frozenset[str]:
         """The columns bound in every mapping ``node`` produces."""
         return self.certain[id(node)]
+
+
+def _split(pattern: n.Pattern) -> bool:
+    """``pattern`` already reads its static parts as caches (the global stage of a Spark job
+    evaluates the top of a query over the partitions' results as one: streaming.merge)."""
+    return any(isinstance(node, n.StaticPattern) for node in walk(pattern))
 
 
 def _outer_exists(expr: n.Expression) -> list[n.Exists]:

@@ -17,6 +17,7 @@ from cqels_endpoint.algebra import explain as logical
 from cqels_endpoint.algebra.nodes import AlgebraQuery
 from cqels_endpoint.algebra.passes import RULES
 from cqels_endpoint.algebra.passes.split_static import streams_and_caches
+from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.nodes import (
@@ -38,6 +39,7 @@ from cqels_endpoint.plan.nodes import (
     TopKNode,
     UnionNode,
 )
+from cqels_endpoint.plan.partitioning import partitioning
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import write_expression as _write_expression
 from cqels_endpoint.query.serialize import write_path, write_term
@@ -47,11 +49,12 @@ from cqels_endpoint.terms import Var
 
 def explain_query(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) -> str:
     """``cqels explain``: the algebra, the optimised algebra and the static/stream split, then the
-    physical plan when the query reads a stream."""
+    physical plan and how a Spark job partitions it (``plan.partitioning``) when the query reads a stream."""
     sections, optimised = logical.explain(query, full_iris=full_iris, rules=rules)
     streams, _caches = streams_and_caches(optimised.pattern)
     if streams:
         sections += ["", "# physical plan", physical_plan_section(optimised)]
+        sections += ["", "# spark job (cqels spark-job)", *partitioning(to_algebra(query)).describe()]
     return "\n".join(sections)
 
 

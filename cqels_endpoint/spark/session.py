@@ -143,7 +143,7 @@ def build_session(master: str, app_name: str = "cqels-cache-rebuild", shuffle_pa
     options = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        # Arrow-optimised UDFs need pandas, which the endpoint does not depend on.
+        # The cache jobs' Python UDFs work a row at a time: no Arrow batches to convert.
         "spark.sql.execution.pythonUDF.arrow.enabled": "false",
         # The JVM's level from its start on (SparkContext.setLogLevel only after the context is up).
         "spark.log.level": "ERROR" if jvm_log.getEffectiveLevel() >= logging.ERROR else "WARN",

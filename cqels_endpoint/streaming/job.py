@@ -1,0 +1,454 @@
+"""``run_job``: one continuous query as a Spark Structured Streaming query (``cqels spark-job``).
+
+The streaming query has three steps (docs/SCALING.md draws them):
+
+1. **Route** (``mapInPandas``): each input line of the event directory becomes one event
+   (``streaming.events``), ordered by ``(time, file name, line number)`` (files are read whole,
+   each by one task in order, which numbers their lines);
+   its triples are split between the partitions by the key, and every partition gets a row for
+   every event — a tick when its share is empty. A line that is not an event is kept as a
+   ``rejected`` output line; events of streams the query does not read are left out.
+2. **Partitions** (``transformWithStateInPandas`` grouped by partition): ``stages.PartitionRunner``.
+   The state of a partition is the events still inside its windows (and those held for
+   lateness), its clock, the job's first event time and the latest time of each stream. The event
+   time watermark is the engine's: per stream, the latest time seen in earlier micro-batches minus
+   the lateness; an event older than it is refused (a ``late`` output line), an event newer than
+   the current batch's watermark is held in state until the watermark passes it; the rest enter
+   in time order. A live runner is kept in the Python worker between micro-batches (matched to
+   the state by a version number); any other task rebuilds it from the state.
+3. **Global stage** (``transformWithStateInPandas`` on one key): ``stages.GlobalMerger``, whose
+   state is the relation of the partitions' results. Its output lines go to the sink.
+
+Sinks: ``file`` (Spark's exactly-once file sink: text files of JSON lines, committed with the
+checkpoint; ``committed_lines`` reads them in order), ``console`` (printed by the driver) and
+``post`` (a CONSTRUCT query's triples pushed to a ``cqels serve`` stream). A job restarted on the
+same checkpoint goes on from the last committed micro-batch: Spark replays the uncommitted one
+against the committed state, so no emission is lost or written twice in the file sink.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time as _time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyoxigraph as ox
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+from cqels_endpoint.errors import ArgumentError, SparkUnavailableError
+from cqels_endpoint.query.kinds import QueryForm
+from cqels_endpoint.spark.session import build_session, resolve_master
+from cqels_endpoint.streaming.events import LineError, ntriples, parse_line, route
+from cqels_endpoint.streaming.plan import JobPlan, job_plan
+from cqels_endpoint.streaming.stages import LATE, REJECTED, Event, GlobalMerger, Output, PartitionRunner
+
+log = logging.getLogger("cqels_endpoint.streaming")
+
+SINKS = ("file", "console", "post")
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_ROUTED = "part long, time long, file string, row long, stream string, data string, kind string"
+_OUTPUT = "time long, file string, line long, kind string, payload string"
+_EVENT = "time long, file string, line long, stream string, data string, pending boolean"
+_PARTITION_META = "version long, clock long, origin long, maxima string"
+_GLOBAL_META = "version long, time long"
+_RELATION = "row string, count long"
+_JOB_CONF = (
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.shuffle.partitions",
+    "spark.sql.files.maxPartitionBytes",
+    "spark.sql.streaming.numRecentProgressUpdates",
+)
+
+# The live stages of this Python worker, by (job, partition): (state version, runner).
+_LIVE: dict[tuple[str, object], tuple[int, object]] = {}
+
+
+@dataclass
+class JobReport:
+    """What a finished run of a job did: ``batches`` the progress records of its micro-batches
+    (``StreamingQueryProgress`` as JSON), ``emissions`` the lines its sink received."""
+
+    plan: dict
+    batches: list[dict] = field(default_factory=list)
+    wall_seconds: float = 0.0
+    emissions: int = 0
+
+    @property
+    def input_rows(self) -> int:
+        return sum(batch.get("numInputRows", 0) for batch in self.batches)
+
+
+def describe(plan: JobPlan) -> dict:
+    """The split of a job's query as ``explain`` and the report give it."""
+    split = plan.split
+    lines = split.describe() if plan.partitioned or not split.partitioned else ["one partition: --partitions 1"]
+    return {
+        "partitions": plan.tasks,
+        "key": str(split.key) if plan.partitioned else None,
+        "routes": {stream: list(positions) for stream, positions in split.positions.items()} if plan.partitioned else {},
+        "explain": lines,
+    }
+
+
+def run_job(
+    query: str,
+    events: str | Path,
+    *,
+    output: str | Path | None = None,
+    sink: str = "file",
+    post_url: str | None = None,
+    master: str | None = None,
+    partitions: int | None = None,
+    checkpoint: str | Path | None = None,
+    static: Sequence[str | Path] = (),
+    session=None,
+    max_files_per_trigger: int | None = None,
+    lateness_ms: int | None = None,
+    r2s: str | None = None,
+    name: str | None = None,
+    default_stream: str | None = None,
+    until_done: bool = True,
+    trigger_ms: int | None = None,
+    kafka: tuple[str, str] | None = None,
+) -> JobReport:
+    """Runs ``query`` over the event files in ``events`` (see the module docstring).
+
+    ``until_done``: stop once every file present has been processed (else run until interrupted,
+    picking up new files). ``session``: an existing SparkSession (else one on ``master``, default
+    ``CQELS_SPARK_MASTER`` or ``local[*]``). ``partitions`` defaults to Spark's default
+    parallelism; ``checkpoint`` to a fresh directory (no restart). ``static``: RDF files loaded as
+    the static store of every partition (their named graphs kept; triples go to the default graph).
+    ``kafka``: ``(bootstrap servers, topic)`` to read the events from a Kafka topic instead (each
+    record's value one line; the cluster needs Spark's Kafka connector, docs/SCALING.md), from its
+    earliest offsets; ``events`` is then ignored.
+    """
+    if sink not in SINKS:
+        msg = f"sink must be one of {', '.join(SINKS)}, not {sink!r}"
+        raise ArgumentError(msg)
+    if sink == "file" and output is None:
+        raise ArgumentError("the file sink needs an output directory (--output)")
+    if sink == "post" and not post_url:
+        raise ArgumentError("the post sink needs the URL of a cqels serve stream (--post-to)")
+    events_dir = Path(events) if events is not None else None
+    if kafka is None and (events_dir is None or not events_dir.is_dir()):
+        msg = f"the events directory {events_dir} does not exist"
+        raise ArgumentError(msg)
+    static_text = _static_nquads(static)
+    owned = session is None
+    if owned:
+        session = build_session(resolve_master(master), "cqels-spark-job")
+    if partitions is None:
+        partitions = session.sparkContext.defaultParallelism
+    plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
+    _check_runnable(plan, sink)
+    checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
+    job_id = str(checkpoint.resolve())
+    report = JobReport(describe(plan))
+    try:
+        # The streaming query runs on a copy of the session's configuration taken when it starts:
+        # what the job sets is put back once it has started, for the session's other users.
+        saved = {key: session.conf.get(key, None) for key in _JOB_CONF}
+        try:
+            source = _kafka_lines(session, *kafka) if kafka is not None else _file_lines(session, events_dir, max_files_per_trigger)
+            streaming = _start(session, plan, source, output, sink, post_url, checkpoint, job_id, default_stream, trigger_ms)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    session.conf.unset(key)
+                else:
+                    session.conf.set(key, value)
+        started = _time.perf_counter()
+        if until_done:
+            streaming.processAllAvailable()
+            streaming.stop()
+        else:
+            streaming.awaitTermination()
+        report.wall_seconds = _time.perf_counter() - started
+        report.batches = [json.loads(progress.json) for progress in streaming.recentProgress]
+        if streaming.exception() is not None:
+            raise RuntimeError(f"the Spark job failed: {streaming.exception()}")
+    finally:
+        if owned:
+            session.stop()
+    if sink == "file":
+        report.emissions = len(committed_lines(output))
+    return report
+
+
+def _check_runnable(plan: JobPlan, sink: str) -> None:
+    from cqels_endpoint.engine.core import Engine
+
+    # Every error a registration gives (syntax, plan), on the driver before any task starts.
+    Engine().check(plan.text, r2s=plan.r2s)
+    if sink == "post" and plan.algebra.form != QueryForm.CONSTRUCT:
+        raise ArgumentError("--post-to pushes triples into a stream: it needs a CONSTRUCT query")
+
+
+def _static_nquads(paths: Sequence[str | Path]) -> str:
+    store = ox.Store()
+    for path in paths:
+        store.load(path=str(path))
+    return store.dump(format=ox.RdfFormat.N_QUADS).decode() if paths else ""
+
+
+def _file_lines(session, events_dir: Path, max_files: int | None):
+    """The lines of the files in ``events_dir``: ``value`` and the ``file`` name."""
+    from pyspark.sql import functions as sf
+
+    # Files are read whole, each by one task, which numbers their lines (_Router).
+    session.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 40))
+    reader = session.readStream.format("text")
+    if max_files is not None:
+        reader = reader.option("maxFilesPerTrigger", max_files)
+    return reader.load(str(events_dir)).select("value", sf.col("_metadata.file_name").alias("file"))
+
+
+def _kafka_lines(session, servers: str, topic: str):
+    """The records of a Kafka topic as lines: ``value``, ``file`` (topic-partition) and ``line`` (offset + 1)."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as sf
+
+    try:
+        records = (
+            session.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", servers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .load()
+        )
+    except AnalysisException as error:
+        msg = (
+            f"Spark cannot read Kafka here ({error.getMessage().splitlines()[0]}): the cluster needs the Kafka connector, "
+            "e.g. spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version> (docs/SCALING.md)"
+        )
+        raise SparkUnavailableError(msg) from None
+    return records.select(
+        sf.col("value").cast("string").alias("value"),
+        sf.concat_ws("-", sf.col("topic"), sf.col("partition").cast("string")).alias("file"),
+        (sf.col("offset") + 1).alias("line"),
+    )
+
+
+def _start(session, plan: JobPlan, lines, output, sink, post_url, checkpoint: Path, job_id: str, default_stream, trigger_ms):
+    from pyspark.sql import functions as sf
+
+    conf = session.conf
+    conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    conf.set("spark.sql.shuffle.partitions", str(plan.tasks))
+    conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    routed = lines.mapInPandas(_Router(plan, default_stream), _ROUTED)
+    outputs = routed.groupBy("part").transformWithStateInPandas(_PartitionProcessor(plan, job_id), _OUTPUT, "append", "None")
+    merged = outputs.withColumn("stage", sf.lit(0)).groupBy("stage").transformWithStateInPandas(
+        _GlobalProcessor(plan, job_id), "value string", "append", "None"
+    )
+    writer = merged.writeStream.option("checkpointLocation", str(checkpoint)).outputMode("append")
+    if trigger_ms is not None:
+        writer = writer.trigger(processingTime=f"{trigger_ms} milliseconds")
+    if sink == "file":
+        return writer.format("text").option("path", str(output)).start()
+    if sink == "console":
+        return writer.foreachBatch(_print_lines).start()
+    return writer.foreachBatch(_Poster(post_url)).start()
+
+
+class _Router:
+    """Step 1 (module docstring) over the micro-batch's lines."""
+
+    def __init__(self, plan: JobPlan, default_stream: str | None):
+        self.plan = plan
+        self.default_stream = default_stream
+
+    def __call__(self, frames):
+        import pandas as pd
+
+        plan, tasks = self.plan, self.plan.tasks
+        columns = ["part", "time", "file", "row", "stream", "data", "kind"]
+        numbers: dict[str, int] = {}  # a task reads its files whole and in order: line numbers
+        for frame in frames:
+            out = []
+            offsets = frame["line"] if "line" in frame else (None for _ in range(len(frame)))
+            for value, file, offset in zip(frame["value"], frame["file"], offsets):
+                row = numbers[file] = numbers.get(file, 0) + 1 if offset is None else int(offset)
+                if not value.strip():
+                    continue
+                try:
+                    stream, time, triples = parse_line(value, self.default_stream)
+                except LineError as error:
+                    rejected = {"rejected": {"file": file, "line": row, "text": value, "error": str(error)}}
+                    out.append((0, 0, file, int(row), "", json.dumps(rejected, ensure_ascii=False), REJECTED))
+                    continue
+                if stream not in plan.streams:
+                    continue
+                shares = route(triples, plan.split.positions.get(stream, ()), tasks) if plan.partitioned else [ntriples(triples)]
+                out.extend((part, time, file, int(row), stream, share, "event") for part, share in enumerate(shares))
+            yield pd.DataFrame(out, columns=columns)
+
+
+class _PartitionProcessor(StatefulProcessor):
+    """Step 2 (module docstring) for one partition."""
+
+    def __init__(self, plan: JobPlan, job_id: str):
+        self.plan = plan
+        self.job_id = job_id
+
+    def init(self, handle) -> None:
+        self.meta = handle.getValueState("meta", _PARTITION_META)
+        self.events = handle.getListState("events", _EVENT)
+
+    def handleInputRows(self, key, rows, timer_values) -> Iterator:  # noqa: N802 (the PySpark API)
+        import pandas as pd
+
+        plan, partition = self.plan, int(key[0])
+        frame = pd.concat(list(rows), ignore_index=True)
+        meta = self.meta.get() if self.meta.exists() else None
+        version = meta[0] if meta else 0
+        stored = list(self.events.get()) if meta else []
+        retained = [Event(*entry[:5]) for entry in stored if not entry[5]]
+        pending = [Event(*entry[:5]) for entry in stored if entry[5]]
+        maxima = json.loads(meta[3]) if meta else {}
+        outputs: list[Output] = []
+        arrived: list[Event] = []
+        for time, file, row, stream, data, kind in zip(frame["time"], frame["file"], frame["row"], frame["stream"], frame["data"], frame["kind"]):
+            if kind == REJECTED:
+                outputs.append(Output(-1, file, int(row), REJECTED, data))
+                continue
+            event = Event(int(time), file, int(row), stream, data)
+            watermark = maxima.get(stream)
+            if watermark is not None and event.time < watermark - plan.lateness_ms:
+                if partition == 0:
+                    late = {"late": {"stream": stream, "time": event.time, "file": file, "watermark": watermark - plan.lateness_ms}}
+                    outputs.append(Output(event.time, file, int(row), LATE, json.dumps(late)))
+                continue
+            arrived.append(event)
+        origin = meta[2] if meta else min((e.time for e in arrived), default=0)
+        for event in arrived:
+            maxima[event.stream] = max(maxima.get(event.stream, event.time), event.time)
+        waiting = sorted([*pending, *arrived], key=_order)
+        release = [e for e in waiting if e.time <= maxima[e.stream] - plan.lateness_ms]
+        still = [e for e in waiting if e.time > maxima[e.stream] - plan.lateness_ms]
+        runner = self._runner(partition, version, retained, origin, meta[1] if meta else None)
+        outputs.extend(runner.feed(release))
+        kept = [e for e in [*retained, *release] if e.data]
+        if plan.horizon_ms is not None and runner.clock is not None:
+            kept = [e for e in kept if e.time >= runner.clock - plan.horizon_ms]
+        self.events.clear()
+        if kept or still:
+            self.events.put([(*e, False) for e in kept] + [(*e, True) for e in still])
+        clock = runner.clock if runner.clock is not None else (meta[1] if meta else -1)
+        self.meta.update((version + 1, clock, origin, json.dumps(maxima)))
+        _LIVE[(self.job_id, partition)] = (version + 1, runner)
+        yield pd.DataFrame(outputs, columns=["time", "file", "line", "kind", "payload"])
+
+    def _runner(self, partition: int, version: int, retained: list[Event], origin: int, clock: int | None) -> PartitionRunner:
+        live = _LIVE.get((self.job_id, partition))
+        if live is not None and live[0] == version:
+            return live[1]
+        if live is not None:
+            live[1].close()
+        runner = PartitionRunner(self.plan, partition, origin)
+        runner.feed(sorted(retained, key=_order), emit=False)
+        if clock is not None and clock >= 0:
+            runner.advance(clock)
+        return runner
+
+    def close(self) -> None:
+        pass
+
+
+class _GlobalProcessor(StatefulProcessor):
+    """Step 3 (module docstring)."""
+
+    def __init__(self, plan: JobPlan, job_id: str):
+        self.plan = plan
+        self.job_id = job_id
+
+    def init(self, handle) -> None:
+        self.meta = handle.getValueState("meta", _GLOBAL_META)
+        self.relation = handle.getListState("relation", _RELATION)
+
+    def handleInputRows(self, key, rows, timer_values) -> Iterator:  # noqa: N802 (the PySpark API)
+        import pandas as pd
+
+        frame = pd.concat(list(rows), ignore_index=True)
+        meta = self.meta.get() if self.meta.exists() else None
+        version = meta[0] if meta else 0
+        live = _LIVE.get((self.job_id, "global"))
+        if live is not None and live[0] == version:
+            merger = live[1]
+        else:
+            relation = [(json.loads(row), count) for row, count in self.relation.get()] if meta else []
+            merger = GlobalMerger(self.plan, relation, meta[1] if meta else None)
+        outputs = [Output(int(t), f, int(line), k, p) for t, f, line, k, p in zip(frame["time"], frame["file"], frame["line"], frame["kind"], frame["payload"])]
+        lines = merger.feed(outputs)
+        if self.plan.partitioned:
+            self.relation.clear()
+            if merger.relation:
+                self.relation.put([(json.dumps(list(row), ensure_ascii=False), count) for row, count in merger.relation.items()])
+        last = max((o.time for o in outputs), default=meta[1] if meta else -1)
+        self.meta.update((version + 1, last))
+        _LIVE[(self.job_id, "global")] = (version + 1, merger)
+        yield pd.DataFrame({"value": lines})
+
+    def close(self) -> None:
+        pass
+
+
+def _order(event: Event) -> tuple:
+    return (event.time, event.file, event.line)
+
+
+def _print_lines(frame, batch_id: int) -> None:
+    for row in frame.collect():
+        print(row.value, flush=True)
+
+
+class _Poster:
+    """The ``post`` sink: each emission's triples POSTed as N-Triples to a ``cqels serve`` stream
+    at the emission's time (``?time=``)."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def __call__(self, frame, batch_id: int) -> None:
+        for row in frame.collect():
+            item = json.loads(row.value)
+            if "triples" not in item:
+                log.warning("spark-job post sink: not an emission, not posted: %s", row.value)
+                continue
+            if not item["triples"]:
+                continue
+            separator = "&" if "?" in self.url else "?"
+            request = urllib.request.Request(
+                f"{self.url}{separator}time={item['time']}",
+                data=item["triples"].encode(),
+                headers={"Content-Type": "application/n-triples"},
+                method="POST",
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                response.read()
+
+
+def committed_lines(output: str | Path) -> list[str]:
+    """The lines a file sink committed, in micro-batch order (files a failed micro-batch left
+    behind are not read: Spark's ``_spark_metadata`` log lists the committed ones)."""
+    log_dir = Path(output) / "_spark_metadata"
+    logs: dict[int, tuple[bool, list[str]]] = {}
+    for path in log_dir.iterdir() if log_dir.is_dir() else ():
+        stem, _, suffix = path.name.partition(".")
+        if stem.isdigit() and suffix in ("", "compact"):
+            files = [json.loads(line)["path"] for line in path.read_text().splitlines()[1:] if line.strip()]
+            logs[int(stem)] = (suffix == "compact", files)
+    # A compact log holds the files of every batch up to its own, in order.
+    start = max((batch for batch, (compact, _) in logs.items() if compact), default=-1)
+    lines: list[str] = []
+    for batch in sorted(b for b in logs if b >= start):
+        for file in logs[batch][1]:
+            local = Path(file.removeprefix("file://").removeprefix("file:"))
+            lines.extend(line for line in local.read_text().splitlines() if line)
+    return lines

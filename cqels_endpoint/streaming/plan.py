@@ -1,0 +1,130 @@
+"""What a Spark job runs for one continuous query: ``JobPlan``, made once on the driver and shipped
+to every task (it is small and picklable: the query text and the numbers; each task derives the
+algebra again, deterministically).
+
+The partitions register ``partition_algebra``: the query below its global stage
+(``plan.partitioning``), projected on the stage's input columns plus the key, as a SELECT whose
+signed changes they hand on. The global stage evaluates ``global_algebra``: the top of the query
+over a relation that the partitions' changes keep up to date (an ``InstanceTable`` read as a
+cache, so the engine's own incremental operators do the aggregation, DISTINCT and top-k). A query
+without a key runs whole on partition 0, with its own R2S, and the global stage orders its
+emissions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.translate import to_algebra
+from cqels_endpoint.config import DEFAULT_STREAM_BASE
+from cqels_endpoint.errors import ArgumentError
+from cqels_endpoint.plan.partitioning import Partitioning, partitioning
+from cqels_endpoint.plan.patterns import stream_triples
+from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.query.parser import parse_query
+from cqels_endpoint.query.windows import NowWindow, RangeWindow, window_extent
+from cqels_endpoint.terms import IRI
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """One query as a Spark job: ``partitions`` tasks evaluate it (one when it has no key)."""
+
+    text: str
+    name: str
+    r2s: R2S
+    partitions: int
+    lateness_ms: int = 0
+    stream_base: str = DEFAULT_STREAM_BASE
+    static_nquads: str = field(default="", repr=False)  # the static graphs every partition reads
+
+    @cached_property
+    def algebra(self) -> n.AlgebraQuery:
+        return to_algebra(parse_query(self.text, stream_base=self.stream_base))
+
+    @cached_property
+    def split(self) -> Partitioning:
+        return partitioning(self.algebra)
+
+    @property
+    def partitioned(self) -> bool:
+        return self.split.partitioned and self.partitions > 1
+
+    @property
+    def tasks(self) -> int:
+        """How many partitions receive events."""
+        return self.partitions if self.partitioned else 1
+
+    @cached_property
+    def streams(self) -> frozenset[str]:
+        """The streams the query reads (events of other streams do not concern it)."""
+        return frozenset(st.stream.value for st in stream_triples(self.algebra))
+
+    @cached_property
+    def horizon_ms(self) -> int | None:
+        """How long an event can matter after its time: the longest RANGE (None: a window that
+        holds events by count or for ever, so the partitions keep every event)."""
+        longest = 0
+        for st in stream_triples(self.algebra):
+            window = window_extent(st.window)
+            if isinstance(window, NowWindow):
+                continue
+            if not isinstance(window, RangeWindow):
+                return None
+            longest = max(longest, window.range_ms + (window.slide_ms or 0))
+        return longest
+
+    @cached_property
+    def partition_algebra(self) -> n.AlgebraQuery:
+        """What a partition registers: the whole query without a key; else the part below the
+        global stage as a SELECT of ``split.schema``. Its LATENESS is the job's (the job releases
+        events in time order)."""
+        algebra = replace(self.algebra, lateness_ms=0)
+        if not self.partitioned:
+            return algebra
+        inner = n.Project(self.split.schema, self.split.inner)
+        return replace(algebra, form=QueryForm.SELECT, pattern=inner, template=(), register=None, emit=None)
+
+    @cached_property
+    def global_algebra(self) -> n.AlgebraQuery:
+        """The global stage: the top of the query over the partitions' results as a cache."""
+        node: n.Pattern = n.StaticPattern(n.InstanceTable(self.split.schema, ()))
+        for top in reversed(self.split.top):
+            node = replace(top, input=node)
+        if not self.split.top:  # SELECT *: every variable in scope below, the key among them
+            node = n.Project(self.split.schema, node)
+        return replace(self.algebra, pattern=node, datasets=(), lateness_ms=0)
+
+    @property
+    def key_column(self) -> int:
+        return self.split.schema.index(self.split.key)
+
+
+def job_plan(
+    text: str,
+    partitions: int,
+    *,
+    name: str | None = None,
+    r2s: str | None = None,
+    lateness_ms: int | None = None,
+    stream_base: str = DEFAULT_STREAM_BASE,
+    static_nquads: str = "",
+) -> JobPlan:
+    """The plan of ``text`` on ``partitions`` partitions; ``r2s``/``name``/``lateness_ms`` default
+    to the query's REGISTER clause (else ISTREAM, ``q1``) and its LATENESS."""
+    if partitions < 1:
+        msg = f"partitions must be ≥ 1, not {partitions}"
+        raise ArgumentError(msg)
+    algebra = to_algebra(parse_query(text, stream_base=stream_base))
+    register = algebra.register
+    if r2s is None:
+        r2s = register.kind if register is not None and register.kind in R2S.__members__ else R2S.ISTREAM
+    if name is None:
+        name = "q1" if register is None else register.name.value if isinstance(register.name, IRI) else str(register.name)
+    lateness = algebra.lateness_ms if lateness_ms is None else lateness_ms
+    if lateness < 0:
+        msg = f"lateness must be ≥ 0 ms, not {lateness}"
+        raise ArgumentError(msg)
+    return JobPlan(text, name, R2S.choose(r2s.upper(), "r2s"), partitions, lateness, stream_base, static_nquads)
