@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
-from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_OK, option, read_source, switch
+from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, option, read_source, switch
 
 
 def add_spark_job(commands) -> None:
@@ -42,6 +43,8 @@ def add_spark_job(commands) -> None:
            metavar="HOSTS")
     option(job, "--kafka-topic", "the Kafka topic of the events", metavar="TOPIC")
     switch(job, "--follow", "keep running and pick up new files (default: stop when every file present is processed)")
+    switch(job, "--verify", "then run the single-process engine over the same files and check that the output holds its "
+           "emissions, line for line (file sink)")
     job.set_defaults(handler=_spark_job)
 
 
@@ -80,4 +83,27 @@ def _spark_job(args: argparse.Namespace) -> int:
         **({"emissions": report.emissions, "output": args.output} if sink == "file" else {}),
     }
     print(json.dumps(summary, ensure_ascii=False), file=sys.stderr)
+    if args.verify:
+        return _verify(text, args)
     return EXIT_OK
+
+
+def _verify(text: str, args: argparse.Namespace) -> int:
+    from cqels_endpoint.streaming.job import committed_lines, input_lines, static_nquads
+    from cqels_endpoint.streaming.plan import job_plan
+    from cqels_endpoint.streaming.stages import single_process_lines
+
+    if not args.output or not args.events:
+        print("cqels spark-job: --verify reads the event files and the file sink's output (--events, --output)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    plan = job_plan(text, 1, name=args.name, r2s=args.r2s, lateness_ms=args.lateness_ms)
+    plan = replace(plan, static_nquads=static_nquads(args.static))
+    expected = single_process_lines(plan, input_lines(args.events), args.stream)
+    got = committed_lines(args.output)
+    if got == expected:
+        print(f"verified: the {len(got)} emissions are the single-process engine's", file=sys.stderr)
+        return EXIT_OK
+    differ = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    print(f"cqels spark-job: the output differs from the single-process engine at emission {differ + 1} "
+          f"({len(got)} emissions against {len(expected)})", file=sys.stderr)
+    return EXIT_FAILURE

@@ -97,7 +97,7 @@ class SparkSessionHolder:
         try:
             # getOrCreate hands back a session already running in this process (another holder's,
             # a test's): that one belongs to its creator and must survive this holder's stop().
-            owned = not _spark_running()
+            owned = not spark_running()
             session = build_session(self.master, self.app_name)
         except BaseException as failure:  # reported by get(): the thread has no caller to raise to
             error = failure
@@ -116,7 +116,7 @@ def resolve_master(master: str | None) -> str:
     return master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
 
 
-def _spark_running() -> bool:
+def spark_running() -> bool:
     try:
         from pyspark import SparkContext
     except ImportError:

@@ -43,16 +43,15 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from cqels_endpoint.errors import ArgumentError, SparkUnavailableError
 from cqels_endpoint.query.kinds import QueryForm
-from cqels_endpoint.spark.session import build_session, resolve_master
-from cqels_endpoint.streaming.events import LineError, ntriples, parse_line, route
+from cqels_endpoint.spark.session import build_session, resolve_master, spark_running
 from cqels_endpoint.streaming.plan import JobPlan, job_plan
-from cqels_endpoint.streaming.stages import LATE, REJECTED, Event, GlobalMerger, Output, PartitionRunner
+from cqels_endpoint.streaming.stages import Event, GlobalState, Output, PartitionState, Routed, global_step, partition_step, route_lines
 
 log = logging.getLogger("cqels_endpoint.streaming")
 
 SINKS = ("file", "console", "post")
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-_ROUTED = "part long, time long, file string, row long, stream string, data string, kind string"
+_ROUTED = "part long, time long, file string, line long, stream string, data string, kind string"
 _OUTPUT = "time long, file string, line long, kind string, payload string"
 _EVENT = "time long, file string, line long, stream string, data string, pending boolean"
 _PARTITION_META = "version long, clock long, origin long, maxima string"
@@ -65,8 +64,8 @@ _JOB_CONF = (
     "spark.sql.streaming.numRecentProgressUpdates",
 )
 
-# The live stages of this Python worker, by (job, partition): (state version, runner).
-_LIVE: dict[tuple[str, object], tuple[int, object]] = {}
+# The live stages of this Python worker, by job: {partition or "global": (state version, stage)}.
+_LIVE: dict[str, dict] = {}
 
 
 @dataclass
@@ -139,9 +138,10 @@ def run_job(
     if kafka is None and (events_dir is None or not events_dir.is_dir()):
         msg = f"the events directory {events_dir} does not exist"
         raise ArgumentError(msg)
-    static_text = _static_nquads(static)
-    owned = session is None
-    if owned:
+    static_text = static_nquads(static)
+    # A session this call starts is its to stop; one already running in this process is not.
+    owned = session is None and not spark_running()
+    if session is None:
         session = build_session(resolve_master(master), "cqels-spark-job")
     if partitions is None:
         partitions = session.sparkContext.defaultParallelism
@@ -190,7 +190,8 @@ def _check_runnable(plan: JobPlan, sink: str) -> None:
         raise ArgumentError("--post-to pushes triples into a stream: it needs a CONSTRUCT query")
 
 
-def _static_nquads(paths: Sequence[str | Path]) -> str:
+def static_nquads(paths: Sequence[str | Path]) -> str:
+    """The static files every partition loads, as one N-Quads text."""
     store = ox.Store()
     for path in paths:
         store.load(path=str(path))
@@ -258,7 +259,7 @@ def _start(session, plan: JobPlan, lines, output, sink, post_url, checkpoint: Pa
 
 
 class _Router:
-    """Step 1 (module docstring) over the micro-batch's lines."""
+    """Step 1 (module docstring) over the micro-batch's lines (``stages.route_lines``)."""
 
     def __init__(self, plan: JobPlan, default_stream: str | None):
         self.plan = plan
@@ -267,31 +268,22 @@ class _Router:
     def __call__(self, frames):
         import pandas as pd
 
-        plan, tasks = self.plan, self.plan.tasks
-        columns = ["part", "time", "file", "row", "stream", "data", "kind"]
-        numbers: dict[str, int] = {}  # a task reads its files whole and in order: line numbers
+        numbers: dict[str, int] = {}  # a task reads its files whole and in order: it numbers their lines
         for frame in frames:
-            out = []
-            offsets = frame["line"] if "line" in frame else (None for _ in range(len(frame)))
-            for value, file, offset in zip(frame["value"], frame["file"], offsets):
-                row = numbers[file] = numbers.get(file, 0) + 1 if offset is None else int(offset)
-                if not value.strip():
-                    continue
-                try:
-                    stream, time, triples = parse_line(value, self.default_stream)
-                except LineError as error:
-                    rejected = {"rejected": {"file": file, "line": row, "text": value, "error": str(error)}}
-                    out.append((0, 0, file, int(row), "", json.dumps(rejected, ensure_ascii=False), REJECTED))
-                    continue
-                if stream not in plan.streams:
-                    continue
-                shares = route(triples, plan.split.positions.get(stream, ()), tasks) if plan.partitioned else [ntriples(triples)]
-                out.extend((part, time, file, int(row), stream, share, "event") for part, share in enumerate(shares))
-            yield pd.DataFrame(out, columns=columns)
+            if "line" in frame:  # Kafka: the record's offset
+                lines = zip(frame["value"], frame["file"], (int(offset) for offset in frame["line"]))
+            else:
+                lines = [(value, file, _next(numbers, file)) for value, file in zip(frame["value"], frame["file"])]
+            yield pd.DataFrame(route_lines(self.plan, lines, self.default_stream), columns=list(Routed._fields))
+
+
+def _next(numbers: dict[str, int], file: str) -> int:
+    numbers[file] = numbers.get(file, 0) + 1
+    return numbers[file]
 
 
 class _PartitionProcessor(StatefulProcessor):
-    """Step 2 (module docstring) for one partition."""
+    """Step 2 (module docstring) for one partition (``stages.partition_step`` on Spark's state)."""
 
     def __init__(self, plan: JobPlan, job_id: str):
         self.plan = plan
@@ -304,65 +296,30 @@ class _PartitionProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows, timer_values) -> Iterator:  # noqa: N802 (the PySpark API)
         import pandas as pd
 
-        plan, partition = self.plan, int(key[0])
         frame = pd.concat(list(rows), ignore_index=True)
-        meta = self.meta.get() if self.meta.exists() else None
-        version = meta[0] if meta else 0
-        stored = list(self.events.get()) if meta else []
-        retained = [Event(*entry[:5]) for entry in stored if not entry[5]]
-        pending = [Event(*entry[:5]) for entry in stored if entry[5]]
-        maxima = json.loads(meta[3]) if meta else {}
-        outputs: list[Output] = []
-        arrived: list[Event] = []
-        for time, file, row, stream, data, kind in zip(frame["time"], frame["file"], frame["row"], frame["stream"], frame["data"], frame["kind"]):
-            if kind == REJECTED:
-                outputs.append(Output(-1, file, int(row), REJECTED, data))
-                continue
-            event = Event(int(time), file, int(row), stream, data)
-            watermark = maxima.get(stream)
-            if watermark is not None and event.time < watermark - plan.lateness_ms:
-                if partition == 0:
-                    late = {"late": {"stream": stream, "time": event.time, "file": file, "watermark": watermark - plan.lateness_ms}}
-                    outputs.append(Output(event.time, file, int(row), LATE, json.dumps(late)))
-                continue
-            arrived.append(event)
-        origin = meta[2] if meta else min((e.time for e in arrived), default=0)
-        for event in arrived:
-            maxima[event.stream] = max(maxima.get(event.stream, event.time), event.time)
-        waiting = sorted([*pending, *arrived], key=_order)
-        release = [e for e in waiting if e.time <= maxima[e.stream] - plan.lateness_ms]
-        still = [e for e in waiting if e.time > maxima[e.stream] - plan.lateness_ms]
-        runner = self._runner(partition, version, retained, origin, meta[1] if meta else None)
-        outputs.extend(runner.feed(release))
-        kept = [e for e in [*retained, *release] if e.data]
-        if plan.horizon_ms is not None and runner.clock is not None:
-            kept = [e for e in kept if e.time >= runner.clock - plan.horizon_ms]
+        state = PartitionState()
+        if self.meta.exists():
+            version, clock, origin, maxima = self.meta.get()
+            stored = list(self.events.get())
+            state = PartitionState(
+                version, None if clock < 0 else clock, origin, json.loads(maxima),
+                [Event(*entry[:5]) for entry in stored if not entry[5]], [Event(*entry[:5]) for entry in stored if entry[5]],
+            )
+        routed = [Routed(int(p), int(t), f, int(n), s, d, k) for p, t, f, n, s, d, k in frame.itertuples(index=False, name=None)]
+        outputs = partition_step(self.plan, int(key[0]), state, routed, _LIVE.setdefault(self.job_id, {}))
         self.events.clear()
-        if kept or still:
-            self.events.put([(*e, False) for e in kept] + [(*e, True) for e in still])
-        clock = runner.clock if runner.clock is not None else (meta[1] if meta else -1)
-        self.meta.update((version + 1, clock, origin, json.dumps(maxima)))
-        _LIVE[(self.job_id, partition)] = (version + 1, runner)
-        yield pd.DataFrame(outputs, columns=["time", "file", "line", "kind", "payload"])
-
-    def _runner(self, partition: int, version: int, retained: list[Event], origin: int, clock: int | None) -> PartitionRunner:
-        live = _LIVE.get((self.job_id, partition))
-        if live is not None and live[0] == version:
-            return live[1]
-        if live is not None:
-            live[1].close()
-        runner = PartitionRunner(self.plan, partition, origin)
-        runner.feed(sorted(retained, key=_order), emit=False)
-        if clock is not None and clock >= 0:
-            runner.advance(clock)
-        return runner
+        if state.retained or state.pending:
+            self.events.put([(*e, False) for e in state.retained] + [(*e, True) for e in state.pending])
+        clock = -1 if state.clock is None else state.clock
+        self.meta.update((state.version, clock, state.origin if state.origin is not None else 0, json.dumps(state.maxima)))
+        yield pd.DataFrame(outputs, columns=list(Output._fields))
 
     def close(self) -> None:
         pass
 
 
 class _GlobalProcessor(StatefulProcessor):
-    """Step 3 (module docstring)."""
+    """Step 3 (module docstring) (``stages.global_step`` on Spark's state)."""
 
     def __init__(self, plan: JobPlan, job_id: str):
         self.plan = plan
@@ -376,31 +333,22 @@ class _GlobalProcessor(StatefulProcessor):
         import pandas as pd
 
         frame = pd.concat(list(rows), ignore_index=True)
-        meta = self.meta.get() if self.meta.exists() else None
-        version = meta[0] if meta else 0
-        live = _LIVE.get((self.job_id, "global"))
-        if live is not None and live[0] == version:
-            merger = live[1]
-        else:
-            relation = [(json.loads(row), count) for row, count in self.relation.get()] if meta else []
-            merger = GlobalMerger(self.plan, relation, meta[1] if meta else None)
-        outputs = [Output(int(t), f, int(line), k, p) for t, f, line, k, p in zip(frame["time"], frame["file"], frame["line"], frame["kind"], frame["payload"])]
-        lines = merger.feed(outputs)
+        state = GlobalState()
+        if self.meta.exists():
+            version, time = self.meta.get()
+            relation = [(tuple(json.loads(row)), count) for row, count in self.relation.get()]
+            state = GlobalState(version, time, relation)
+        outputs = [Output(int(t), f, int(n), k, p) for t, f, n, k, p, _stage in frame.itertuples(index=False, name=None)]
+        lines = global_step(self.plan, state, outputs, _LIVE.setdefault(self.job_id, {}))
         if self.plan.partitioned:
             self.relation.clear()
-            if merger.relation:
-                self.relation.put([(json.dumps(list(row), ensure_ascii=False), count) for row, count in merger.relation.items()])
-        last = max((o.time for o in outputs), default=meta[1] if meta else -1)
-        self.meta.update((version + 1, last))
-        _LIVE[(self.job_id, "global")] = (version + 1, merger)
+            if state.relation:
+                self.relation.put([(json.dumps(list(row), ensure_ascii=False), count) for row, count in state.relation])
+        self.meta.update((state.version, -1 if state.time is None else state.time))
         yield pd.DataFrame({"value": lines})
 
     def close(self) -> None:
         pass
-
-
-def _order(event: Event) -> tuple:
-    return (event.time, event.file, event.line)
 
 
 def _print_lines(frame, batch_id: int) -> None:
@@ -432,6 +380,15 @@ class _Poster:
             )
             with urllib.request.urlopen(request, timeout=30) as response:
                 response.read()
+
+
+def input_lines(events: str | Path) -> list[tuple[str, str, int]]:
+    """The ``(text, file name, line number)`` of every line of the files in ``events``, as the job
+    reads them (``stages.single_process_lines`` takes them)."""
+    found = []
+    for path in sorted(p for p in Path(events).iterdir() if p.is_file() and not p.name.startswith((".", "_"))):
+        found.extend((text, path.name, number) for number, text in enumerate(path.read_text().splitlines(), 1))
+    return found
 
 
 def committed_lines(output: str | Path) -> list[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import pyoxigraph as ox
@@ -33,10 +34,10 @@ from cqels_endpoint.engine.evaluator import Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.spark.export import parse_term
-from cqels_endpoint.streaming.events import owner
+from cqels_endpoint.streaming.events import LineError, ntriples, owner, parse_line, route
 from cqels_endpoint.streaming.plan import JobPlan
 
-MARK, CHANGES, EMISSION, LATE, REJECTED = "mark", "changes", "emission", "late", "rejected"
+EVENT, MARK, CHANGES, EMISSION, LATE, REJECTED = "event", "mark", "changes", "emission", "late", "rejected"
 
 
 class Event(NamedTuple):
@@ -47,6 +48,39 @@ class Event(NamedTuple):
     line: int
     stream: str
     data: str
+
+
+class Routed(NamedTuple):
+    """A row of step 1 (streaming/job.py): partition ``part``'s share of the event (or a tick), or
+    a rejected line (``kind`` REJECTED, ``data`` its JSON line), for partition 0."""
+
+    part: int
+    time: int
+    file: str
+    line: int
+    stream: str
+    data: str
+    kind: str
+
+
+def route_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_stream: str | None = None) -> list[Routed]:
+    """Step 1 on ``(text, file, line number)`` input lines: every partition's share of each event
+    of a stream the query reads, a REJECTED row for a line that is not an event."""
+    tasks, routed = plan.tasks, []
+    for text, file, number in lines:
+        if not text.strip():
+            continue
+        try:
+            stream, time, triples = parse_line(text, default_stream)
+        except LineError as error:
+            rejected = {"rejected": {"file": file, "line": number, "text": text, "error": str(error)}}
+            routed.append(Routed(0, -1, file, number, "", json.dumps(rejected, ensure_ascii=False), REJECTED))
+            continue
+        if stream not in plan.streams:
+            continue
+        shares = route(triples, plan.split.positions.get(stream, ()), tasks) if plan.partitioned else [ntriples(triples)]
+        routed.extend(Routed(part, time, file, number, stream, share, EVENT) for part, share in enumerate(shares))
+    return routed
 
 
 class Output(NamedTuple):
@@ -66,11 +100,7 @@ class PartitionRunner:
     def __init__(self, plan: JobPlan, partition: int, origin_ms: int):
         self.plan = plan
         self.partition = partition
-        store = None
-        if plan.static_nquads:
-            store = ox.Store()
-            store.load(plan.static_nquads.encode(), format=ox.RdfFormat.N_QUADS)
-        self.engine = Engine(store, lateness_ms=0)
+        self.engine = Engine(_static_store(plan), lateness_ms=0)
         query = self.engine.register_algebra(plan.partition_algebra, plan.text, name=plan.name, r2s=plan.r2s, origin_ms=origin_ms)
         if plan.partitioned:
             query.on_changes = self._on_changes
@@ -123,6 +153,148 @@ class PartitionRunner:
         self._out.append(Output(event.time, event.file, event.line, EMISSION, emission.json_text()))
 
 
+@dataclass
+class PartitionState:
+    """What the job keeps of a partition between micro-batches (Spark state): ``retained`` the
+    events still inside a window at ``clock``, ``pending`` those held for lateness, ``origin`` the
+    job's first event time, ``maxima`` the latest time of each stream, ``version`` the number of
+    micro-batches done (a live runner of the same version is the state's)."""
+
+    version: int = 0
+    clock: int | None = None
+    origin: int | None = None
+    maxima: dict[str, int] = field(default_factory=dict)
+    retained: list[Event] = field(default_factory=list)
+    pending: list[Event] = field(default_factory=list)
+
+
+def partition_step(plan: JobPlan, partition: int, state: PartitionState, rows: Iterable[Routed], live: dict) -> list[Output]:
+    """Step 2 for one micro-batch of partition ``partition`` (streaming/job.py): updates ``state``
+    and returns the outputs. ``live`` keeps the runners of this process by (partition): one of the
+    state's version goes on, else one is rebuilt from the state."""
+    outputs: list[Output] = []
+    arrived: list[Event] = []
+    previous = dict(state.maxima)
+    for row in rows:
+        if row.kind == REJECTED:
+            outputs.append(Output(row.time, row.file, row.line, REJECTED, row.data))
+            continue
+        watermark = previous.get(row.stream)
+        if watermark is not None and row.time < watermark - plan.lateness_ms:
+            if partition == 0:
+                late = {"late": {"stream": row.stream, "time": row.time, "file": row.file, "line": row.line, "watermark": watermark - plan.lateness_ms}}
+                outputs.append(Output(row.time, row.file, row.line, LATE, json.dumps(late)))
+            continue
+        arrived.append(Event(row.time, row.file, row.line, row.stream, row.data))
+    if state.origin is None and arrived:
+        state.origin = min(event.time for event in arrived)
+    for event in arrived:
+        state.maxima[event.stream] = max(state.maxima.get(event.stream, event.time), event.time)
+    waiting = sorted([*state.pending, *arrived], key=_order)
+    release = [e for e in waiting if e.time <= state.maxima[e.stream] - plan.lateness_ms]
+    state.pending = [e for e in waiting if e.time > state.maxima[e.stream] - plan.lateness_ms]
+    runner = _live_runner(plan, partition, state, live)
+    outputs.extend(runner.feed(release))
+    kept = [e for e in [*state.retained, *release] if e.data]
+    if plan.horizon_ms is not None and runner.clock is not None:
+        kept = [e for e in kept if e.time >= runner.clock - plan.horizon_ms]
+    state.retained, state.clock = kept, runner.clock
+    state.version += 1
+    live[partition] = (state.version, runner)
+    return outputs
+
+
+def _live_runner(plan: JobPlan, partition: int, state: PartitionState, live: dict) -> PartitionRunner:
+    found = live.get(partition)
+    if found is not None and found[0] == state.version:
+        return found[1]
+    if found is not None:
+        found[1].close()
+    runner = PartitionRunner(plan, partition, state.origin if state.origin is not None else 0)
+    runner.feed(sorted(state.retained, key=_order), emit=False)
+    if state.clock is not None:
+        runner.advance(state.clock)
+    return runner
+
+
+def _order(event: Event) -> tuple:
+    return (event.time, event.file, event.line)
+
+
+@dataclass
+class GlobalState:
+    """What the job keeps of its global stage: the relation (``GlobalMerger.relation``) as
+    ``(row, count)`` pairs, the time of the last event and the version."""
+
+    version: int = 0
+    time: int | None = None
+    relation: list[tuple[tuple, int]] = field(default_factory=list)
+
+
+def global_step(plan: JobPlan, state: GlobalState, outputs: Iterable[Output], live: dict) -> list[str]:
+    """Step 3 for one micro-batch: the lines for the sink; updates ``state``."""
+    outputs = list(outputs)
+    found = live.get("global")
+    if found is not None and found[0] == state.version:
+        merger = found[1]
+    else:
+        merger = GlobalMerger(plan, state.relation, state.time)
+    lines = merger.feed(outputs)
+    if plan.partitioned:
+        state.relation = list(merger.relation.items())
+    state.time = max((o.time for o in outputs), default=state.time)
+    state.version += 1
+    live["global"] = (state.version, merger)
+    return lines
+
+
+def run_locally(plan: JobPlan, batches: Iterable[Iterable[tuple[str, str, int]]], default_stream: str | None = None) -> list[str]:
+    """The job's three steps in this process, one micro-batch per item of ``batches`` (each the
+    ``(text, file, line number)`` of its input lines): the lines its sink would receive. The tests
+    run it beside the Spark job and the single-process engine."""
+    states = [PartitionState() for _ in range(plan.tasks)]
+    global_state, live, lines = GlobalState(), {}, []
+    for batch in batches:
+        routed = route_lines(plan, batch, default_stream)
+        outputs: list[Output] = []
+        for part in {row.part for row in routed}:
+            outputs.extend(partition_step(plan, part, states[part], [row for row in routed if row.part == part], live))
+        if outputs:
+            lines.extend(global_step(plan, global_state, outputs, live))
+    return lines
+
+
+def single_process_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_stream: str | None = None) -> list[str]:
+    """What the single-process engine emits for the same input lines, fed in the job's event order
+    ``(time, file, line)``: the answers the job must give (``cqels spark-job --verify``, the tests)."""
+    events = []
+    for text, file, number in lines:
+        if text.strip():
+            try:
+                stream, time, triples = parse_line(text, default_stream)
+            except LineError:
+                continue
+            events.append((time, file, number, stream, ntriples(triples)))
+    engine = Engine(_static_store(plan), lateness_ms=0)
+    try:
+        query = engine.register(plan.text, name=plan.name, r2s=plan.r2s)
+        emitted: list[str] = []
+        query.subscribe(lambda emission: emitted.append(emission.json_text()))
+        for time, _file, _number, stream, data in sorted(events, key=lambda e: e[:3]):
+            engine.push(stream, data, time)
+        return emitted
+    finally:
+        engine.close()
+
+
+def _static_store(plan: JobPlan) -> ox.Store | None:
+    if not plan.static_nquads:
+        return None
+    store = ox.Store()
+    store.load(plan.static_nquads.encode(), format=ox.RdfFormat.N_QUADS)
+    return store
+
+
 class GlobalMerger:
     """The global stage of a job (see the module docstring). ``relation`` is its state: each row
     (the terms' N-Triples forms, None unbound) of the union of the partitions' results, with its
@@ -145,6 +317,8 @@ class GlobalMerger:
 
     def feed(self, outputs: Iterable[Output]) -> list[str]:
         """The lines (JSON) of the emissions, late and rejected events of ``outputs``, in event order."""
+        if self.query is None:  # the partition's own emissions
+            return [o.payload for o in sorted(outputs, key=lambda o: (o.time, o.file, o.line))]
         lines: list[str] = []
         added: list[tuple] = []
         removed: list[tuple] = []
