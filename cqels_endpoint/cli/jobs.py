@@ -91,7 +91,7 @@ def _spark_job(args: argparse.Namespace) -> int:
 def _verify(text: str, args: argparse.Namespace) -> int:
     from cqels_endpoint.streaming.job import committed_lines, input_lines, static_nquads
     from cqels_endpoint.streaming.plan import job_plan
-    from cqels_endpoint.streaming.stages import single_process_lines
+    from cqels_endpoint.streaming.stages import comparable, single_process_lines
 
     if not args.output or not args.events:
         print("cqels spark-job: --verify reads the event files and the file sink's output (--events, --output)", file=sys.stderr)
@@ -100,10 +100,11 @@ def _verify(text: str, args: argparse.Namespace) -> int:
     plan = replace(plan, static_nquads=static_nquads(args.static))
     expected = single_process_lines(plan, input_lines(args.events), args.stream)
     got = committed_lines(args.output)
-    if got == expected:
+    if comparable(got, plan.ordered) == comparable(expected, plan.ordered):
         print(f"verified: the {len(got)} emissions are the single-process engine's", file=sys.stderr)
         return EXIT_OK
-    differ = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    pairs = zip(comparable(got, plan.ordered), comparable(expected, plan.ordered))
+    differ = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(got), len(expected)))
     print(f"cqels spark-job: the output differs from the single-process engine at emission {differ + 1} "
           f"({len(got)} emissions against {len(expected)})", file=sys.stderr)
     return EXIT_FAILURE

@@ -77,6 +77,11 @@ class JobPlan:
         return longest
 
     @cached_property
+    def now_windows(self) -> bool:
+        """A ``NOW`` window empties at every event, so every event is a tick for every partition."""
+        return any(isinstance(window_extent(st.window), NowWindow) for st in stream_triples(self.algebra))
+
+    @cached_property
     def partition_algebra(self) -> n.AlgebraQuery:
         """What a partition registers: the whole query without a key; else the part below the
         global stage as a SELECT of ``split.schema``. Its LATENESS is the job's (the job releases
@@ -96,6 +101,14 @@ class JobPlan:
         if not self.split.top:  # SELECT *: every variable in scope below, the key among them
             node = n.Project(self.split.schema, node)
         return replace(self.algebra, pattern=node, datasets=(), lateness_ms=0)
+
+    @cached_property
+    def ordered(self) -> bool:
+        """The query orders its solutions (an emission's rows are a list, not a bag)."""
+        node = self.algebra.pattern
+        while isinstance(node, (n.Slice, n.Project, n.Distinct, n.Reduced)):
+            node = node.input
+        return isinstance(node, n.OrderBy)
 
     @property
     def key_column(self) -> int:

@@ -6,7 +6,9 @@ registered, fed its share of each event in ``(time, file, line)`` order. A tick 
 triples for this partition) advances its clock, so its windows expire exactly when the
 single-process engine's would. It hands on, per event, the signed changes of its results — only
 the rows whose key value it owns — or, when the query has no key, the query's own emissions.
-Partition 0 also marks every event, so that the global stage evaluates at each of them.
+A ``NOW`` window holds the triples of the current event only, so with one a tick at the same
+time empties it too. Partition 0 also marks every event, so that the global stage evaluates at
+each of them.
 
 ``GlobalMerger`` is the global stage: the union of the partitions' results is a relation it keeps
 as the content of the ``InstanceTable`` cache of ``global_algebra``, whose plan (the engine's
@@ -119,8 +121,8 @@ class PartitionRunner:
             self._event = event
             if event.data:
                 self.engine.push(event.stream, event.data, event.time)
-            elif self.clock is not None and event.time > self.clock:
-                self.engine.advance(event.time)
+            elif self.clock is not None and (event.time > self.clock or self.plan.now_windows):
+                self.engine.advance(max(event.time, self.clock))
             self.clock = event.time if self.clock is None else max(self.clock, event.time)
             if self.partition == 0 and self.plan.partitioned:
                 self._out.append(Output(event.time, event.file, event.line, MARK, ""))
@@ -285,6 +287,21 @@ def single_process_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], d
         return emitted
     finally:
         engine.close()
+
+
+def comparable(lines: Iterable[str], ordered: bool) -> list:
+    """Emission lines as compared with the engine's: SPARQL leaves the order of solutions (and of
+    constructed triples) to the engine unless the query orders them, and a partitioned job meets
+    them in another order than one process, so without ORDER BY each emission's rows are a bag."""
+    found = []
+    for line in lines:
+        item = json.loads(line)
+        if not ordered and "results" in item:
+            item["results"]["bindings"].sort(key=lambda row: json.dumps(row, sort_keys=True))
+        if not ordered and "triples" in item:
+            item["triples"] = sorted(item["triples"].splitlines())
+        found.append(item)
+    return found
 
 
 def _static_store(plan: JobPlan) -> ox.Store | None:
