@@ -35,17 +35,29 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyoxigraph as ox
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.errors import ArgumentError, SparkUnavailableError
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.spark.session import build_session, resolve_master, spark_running
+from cqels_endpoint.streaming.caches import build_caches
 from cqels_endpoint.streaming.plan import JobPlan, job_plan
-from cqels_endpoint.streaming.stages import Event, GlobalState, Output, PartitionState, Routed, global_step, partition_step, route_lines
+from cqels_endpoint.streaming.stages import (
+    Event,
+    GlobalState,
+    Output,
+    PartitionState,
+    Routed,
+    global_step,
+    partition_step,
+    route_lines,
+    static_store,
+)
 
 log = logging.getLogger("cqels_endpoint.streaming")
 
@@ -143,14 +155,16 @@ def run_job(
     owned = session is None and not spark_running()
     if session is None:
         session = build_session(resolve_master(master), "cqels-spark-job")
-    if partitions is None:
-        partitions = session.sparkContext.defaultParallelism
-    plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
-    _check_runnable(plan, sink)
-    checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
-    job_id = str(checkpoint.resolve())
-    report = JobReport(describe(plan))
     try:
+        if partitions is None:
+            partitions = session.sparkContext.defaultParallelism
+        plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
+        _check_runnable(plan, sink)
+        if static_text:
+            plan = replace(plan, caches=build_caches(plan.partition_algebra, plan.text, static_store(plan), session))
+        checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
+        job_id = str(checkpoint.resolve())
+        report = JobReport(describe(plan))
         # The streaming query runs on a copy of the session's configuration taken when it starts:
         # what the job sets is put back once it has started, for the session's other users.
         saved = {key: session.conf.get(key, None) for key in _JOB_CONF}
@@ -182,8 +196,6 @@ def run_job(
 
 
 def _check_runnable(plan: JobPlan, sink: str) -> None:
-    from cqels_endpoint.engine.core import Engine
-
     # Every error a registration gives (syntax, plan), on the driver before any task starts.
     Engine().check(plan.text, r2s=plan.r2s)
     if sink == "post" and plan.algebra.form != QueryForm.CONSTRUCT:

@@ -39,6 +39,8 @@ class JobPlan:
     lateness_ms: int = 0
     stream_base: str = DEFAULT_STREAM_BASE
     static_nquads: str = field(default="", repr=False)  # the static graphs every partition reads
+    # The static caches of ``partition_algebra`` built on the driver (streaming/caches.py), by cache key.
+    caches: dict = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def algebra(self) -> n.AlgebraQuery:

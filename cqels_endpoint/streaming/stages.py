@@ -36,6 +36,7 @@ from cqels_endpoint.engine.evaluator import Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.spark.export import parse_term
+from cqels_endpoint.streaming.caches import BroadcastCaches
 from cqels_endpoint.streaming.events import LineError, ntriples, owner, parse_line, route
 from cqels_endpoint.streaming.plan import JobPlan
 
@@ -102,7 +103,8 @@ class PartitionRunner:
     def __init__(self, plan: JobPlan, partition: int, origin_ms: int):
         self.plan = plan
         self.partition = partition
-        self.engine = Engine(_static_store(plan), lateness_ms=0)
+        caches = BroadcastCaches(plan.caches) if plan.caches else "local"
+        self.engine = Engine(static_store(plan), lateness_ms=0, cache_engine=caches)
         query = self.engine.register_algebra(plan.partition_algebra, plan.text, name=plan.name, r2s=plan.r2s, origin_ms=origin_ms)
         if plan.partitioned:
             query.on_changes = self._on_changes
@@ -277,7 +279,7 @@ def single_process_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], d
             except LineError:
                 continue
             events.append((time, file, number, stream, ntriples(triples)))
-    engine = Engine(_static_store(plan), lateness_ms=0)
+    engine = Engine(static_store(plan), lateness_ms=0)
     try:
         query = engine.register(plan.text, name=plan.name, r2s=plan.r2s)
         emitted: list[str] = []
@@ -304,7 +306,8 @@ def comparable(lines: Iterable[str], ordered: bool) -> list:
     return found
 
 
-def _static_store(plan: JobPlan) -> ox.Store | None:
+def static_store(plan: JobPlan) -> ox.Store | None:
+    """The static data of ``plan`` in a store of its own (None: no static data)."""
     if not plan.static_nquads:
         return None
     store = ox.Store()

@@ -71,7 +71,7 @@ def test_a_query_without_a_key_runs_on_one_partition_with_static_data(spark, tmp
     people = ["http://example.org/person/1", "http://example.org/person/2", "http://example.org/person/3"]
     rooms = ["lobby", "mainHall", "corridor", "room101", "room102", "kitchen"]
     events = [(1_000 + 700 * i, f"<{people[i % 3]}> <{LV}detectedAt> <{LV}{rooms[(i * 5) % 6]}> .\n") for i in range(40)]
-    write_files(tmp_path / "rfid", events, RFID, 2)
+    write_files(tmp_path / "rfid", events, RFID, 1)
     report = run_job(
         CONFERENCE_Q2.read_text(), tmp_path / "rfid", output=tmp_path / "out", partitions=2, session=spark,
         checkpoint=tmp_path / "checkpoint", static=[FLOORPLAN], r2s="RSTREAM",

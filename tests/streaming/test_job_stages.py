@@ -16,7 +16,7 @@ import random
 
 import pytest
 from debs import PREDICATES, trip_events
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from incremental_oracle import ORACLE_SETTINGS
 from paths import ROOT
@@ -90,7 +90,7 @@ def agree(query: str, batches, partitions: int, r2s: str, static: str = "", stre
 
 
 @pytest.mark.parametrize("name", sorted(KEYED))
-@ORACLE_SETTINGS
+@settings(ORACLE_SETTINGS, max_examples=50)
 @given(workload=workloads(), partitions=st.integers(1, 3), r2s=st.sampled_from(["ISTREAM", "RSTREAM", "DSTREAM"]))
 def test_keyed_queries_give_the_engines_answers(name, workload, partitions, r2s):
     plan = job_plan(text(KEYED[name]), partitions)
@@ -99,7 +99,7 @@ def test_keyed_queries_give_the_engines_answers(name, workload, partitions, r2s)
 
 
 @pytest.mark.parametrize("name", sorted(UNKEYED))
-@ORACLE_SETTINGS
+@settings(ORACLE_SETTINGS, max_examples=50)
 @given(workload=workloads(), r2s=st.sampled_from(["ISTREAM", "RSTREAM"]))
 def test_queries_without_a_key_run_on_one_partition(name, workload, r2s):
     plan = job_plan(text(UNKEYED[name]), 3)
