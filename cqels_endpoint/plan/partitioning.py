@@ -26,7 +26,7 @@ sub-query that slices, groups or projects the key away.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.variables import in_scope, mentioned, triple_vars
@@ -105,6 +105,9 @@ def split_top(pattern: n.Pattern) -> tuple[tuple[n.Pattern, ...], n.Pattern]:
 def partitioning(query: n.AlgebraQuery) -> Partitioning:
     """The split of ``query`` (its translated, unoptimised algebra; see the module docstring)."""
     top, inner = split_top(query.pattern)
+    if top and isinstance(top[-1], n.Group):
+        group, inner = _computed_in_partitions(top[-1], inner)
+        top = (*top[:-1], group)
     schema = _schema(top, inner)
     streams = [node for node in walk(query.pattern) if isinstance(node, n.StreamPattern)]
 
@@ -172,6 +175,28 @@ def _keyed(pattern: n.Pattern, key: Var) -> bool:
         case n.Graph(_, inner):
             return _keyed(inner, key)
     return False
+
+
+def _computed_in_partitions(group: n.Group, inner: n.Pattern) -> tuple[n.Group, n.Pattern]:
+    """The group keys and aggregate arguments as columns the partitions compute (BIND below the
+    cut: an expression in error leaves its column unbound, which groups and aggregates as the
+    error itself does), and the Group over those columns that the global stage runs."""
+    keys, aggregates = [], []
+    for i, (var, expr) in enumerate(group.keys):
+        if isinstance(expr, Var):
+            keys.append((var, expr))
+            continue
+        column = Var(f".pk{i}")
+        inner = n.Extend(column, expr, inner, span=group.span)
+        keys.append((var, column))
+    for i, (var, aggregate) in enumerate(group.aggregates):
+        if aggregate.expr is None or isinstance(aggregate.expr, Var):
+            aggregates.append((var, aggregate))
+            continue
+        column = Var(f".pa{i}")
+        inner = n.Extend(column, aggregate.expr, inner, span=group.span)
+        aggregates.append((var, replace(aggregate, expr=column)))
+    return replace(group, keys=tuple(keys), aggregates=tuple(aggregates), input=inner), inner
 
 
 def _schema(top: tuple[n.Pattern, ...], inner: n.Pattern) -> tuple[Var, ...]:

@@ -30,12 +30,12 @@ from typing import NamedTuple
 
 import pyoxigraph as ox
 
+from cqels_endpoint.caches.engines import parse_terms
 from cqels_endpoint.engine.continuous import ContinuousQuery
 from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.evaluator import Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.runtime.encoding import TermDictionary
-from cqels_endpoint.spark.export import parse_term
 from cqels_endpoint.streaming.caches import BroadcastCaches
 from cqels_endpoint.streaming.events import LineError, ntriples, owner, parse_line, route
 from cqels_endpoint.streaming.plan import JobPlan
@@ -372,9 +372,12 @@ class GlobalMerger:
             relation[row] -= 1
             if relation[row] <= 0:
                 del relation[row]
-        self._evaluator.stage_cache(self._cache, [_terms(row) for row in enter], [_terms(row) for row in leave])
+        self._evaluator.stage_cache(self._cache, *_terms(enter, leave))
         self._evaluator.release_caches([self._cache])
 
 
-def _terms(row: tuple) -> tuple:
-    return tuple(None if text is None else parse_term(text) for text in row)
+def _terms(*groups: list[tuple]) -> list[list[tuple]]:
+    """Rows of N-Triples forms as rows of terms, every distinct form parsed once in one call."""
+    texts = list({text for rows in groups for row in rows for text in row if text is not None})
+    terms = dict(zip(texts, parse_terms(texts)))
+    return [[tuple(None if text is None else terms[text] for text in row) for row in rows] for rows in groups]
