@@ -151,6 +151,8 @@ def run_job(
         msg = f"the events directory {events_dir} does not exist"
         raise ArgumentError(msg)
     static_text = static_nquads(static)
+    # Every error a registration gives (syntax, plan, a bad argument), before Spark starts.
+    _check_runnable(job_plan(query, 1, name=name, r2s=r2s, lateness_ms=lateness_ms), sink)
     # A session this call starts is its to stop; one already running in this process is not.
     owned = session is None and not spark_running()
     if session is None:
@@ -159,7 +161,6 @@ def run_job(
         if partitions is None:
             partitions = session.sparkContext.defaultParallelism
         plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
-        _check_runnable(plan, sink)
         if static_text:
             plan = replace(plan, caches=build_caches(plan.partition_algebra, plan.text, static_store(plan), session))
         checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
@@ -196,7 +197,6 @@ def run_job(
 
 
 def _check_runnable(plan: JobPlan, sink: str) -> None:
-    # Every error a registration gives (syntax, plan), on the driver before any task starts.
     Engine().check(plan.text, r2s=plan.r2s)
     if sink == "post" and plan.algebra.form != QueryForm.CONSTRUCT:
         raise ArgumentError("--post-to pushes triples into a stream: it needs a CONSTRUCT query")
