@@ -4,12 +4,12 @@ and the mistakes ``cqels spark-job`` refuses before Spark starts."""
 from __future__ import annotations
 
 import pytest
+from paths import ROOT
 
 from cqels_endpoint.cli import main
 from cqels_endpoint.errors import ArgumentError, QuerySyntaxError
 from cqels_endpoint.streaming.job import run_job
 from cqels_endpoint.streaming.plan import job_plan
-from paths import ROOT
 
 QUERIES = ROOT / "examples" / "queries"
 S = "<http://ex.org/s>"
