@@ -294,12 +294,23 @@ def _next(numbers: dict[str, int], file: str) -> int:
     return numbers[file]
 
 
-class _PartitionProcessor(StatefulProcessor):
-    """Step 2 (module docstring) for one partition (``stages.partition_step`` on Spark's state)."""
+class _Processor(StatefulProcessor):
+    """A step of the job on Spark's state: ``job_id`` names the live stages of this job in the
+    worker (``_LIVE``)."""
 
     def __init__(self, plan: JobPlan, job_id: str):
         self.plan = plan
         self.job_id = job_id
+
+    def live(self) -> dict:
+        return _LIVE.setdefault(self.job_id, {})
+
+    def close(self) -> None:
+        pass
+
+
+class _PartitionProcessor(_Processor):
+    """Step 2 (module docstring) for one partition (``stages.partition_step`` on Spark's state)."""
 
     def init(self, handle) -> None:
         self.meta = handle.getValueState("meta", _PARTITION_META)
@@ -314,28 +325,21 @@ class _PartitionProcessor(StatefulProcessor):
             version, clock, origin, maxima = self.meta.get()
             stored = list(self.events.get())
             state = PartitionState(
-                version, None if clock < 0 else clock, origin, json.loads(maxima),
+                version, clock, origin, json.loads(maxima),
                 [Event(*entry[:5]) for entry in stored if not entry[5]], [Event(*entry[:5]) for entry in stored if entry[5]],
             )
         routed = [Routed(int(p), int(t), f, int(n), s, d, k) for p, t, f, n, s, d, k in frame.itertuples(index=False, name=None)]
-        outputs = partition_step(self.plan, int(key[0]), state, routed, _LIVE.setdefault(self.job_id, {}))
+        outputs = partition_step(self.plan, int(key[0]), state, routed, self.live())
         self.events.clear()
         if state.retained or state.pending:
             self.events.put([(*e, False) for e in state.retained] + [(*e, True) for e in state.pending])
-        clock = -1 if state.clock is None else state.clock
-        self.meta.update((state.version, clock, state.origin if state.origin is not None else 0, json.dumps(state.maxima)))
+        # clock and origin stay null until the partition has seen an event.
+        self.meta.update((state.version, state.clock, state.origin, json.dumps(state.maxima)))
         yield pd.DataFrame(outputs, columns=list(Output._fields))
 
-    def close(self) -> None:
-        pass
 
-
-class _GlobalProcessor(StatefulProcessor):
+class _GlobalProcessor(_Processor):
     """Step 3 (module docstring) (``stages.global_step`` on Spark's state)."""
-
-    def __init__(self, plan: JobPlan, job_id: str):
-        self.plan = plan
-        self.job_id = job_id
 
     def init(self, handle) -> None:
         self.meta = handle.getValueState("meta", _GLOBAL_META)
@@ -351,16 +355,13 @@ class _GlobalProcessor(StatefulProcessor):
             relation = [(tuple(json.loads(row)), count) for row, count in self.relation.get()]
             state = GlobalState(version, time, relation)
         outputs = [Output(int(t), f, int(n), k, p) for t, f, n, k, p, _stage in frame.itertuples(index=False, name=None)]
-        lines = global_step(self.plan, state, outputs, _LIVE.setdefault(self.job_id, {}))
+        lines = global_step(self.plan, state, outputs, self.live())
         if self.plan.partitioned:
             self.relation.clear()
             if state.relation:
                 self.relation.put([(json.dumps(list(row), ensure_ascii=False), count) for row, count in state.relation])
-        self.meta.update((state.version, -1 if state.time is None else state.time))
+        self.meta.update((state.version, state.time))
         yield pd.DataFrame({"value": lines})
-
-    def close(self) -> None:
-        pass
 
 
 def _print_lines(frame, batch_id: int) -> None:

@@ -67,18 +67,26 @@ def test_debs_q1_from_the_command_line_gives_the_engines_answers(spark, tmp_path
     assert len(lines) == summary["emissions"] > 10
 
 
-def test_a_query_without_a_key_runs_on_one_partition_with_static_data(spark, tmp_path):
+def test_a_query_without_a_key_posts_its_triples_to_a_server(spark, tmp_path, live_endpoint):
+    """Conference Q2 (CONSTRUCT, no variable common to its stream patterns: one partition) with the
+    floorplan as static data, its triples POSTed into a stream of a running server: the server
+    accepts one event per non-empty emission of the single engine, each at the emission's time."""
     people = ["http://example.org/person/1", "http://example.org/person/2", "http://example.org/person/3"]
     rooms = ["lobby", "mainHall", "corridor", "room101", "room102", "kitchen"]
     events = [(1_000 + 700 * i, f"<{people[i % 3]}> <{LV}detectedAt> <{LV}{rooms[(i * 5) % 6]}> .\n") for i in range(40)]
     write_files(tmp_path / "rfid", events, RFID, 1)
     report = run_job(
-        CONFERENCE_Q2.read_text(), tmp_path / "rfid", output=tmp_path / "out", partitions=2, session=spark,
-        checkpoint=tmp_path / "checkpoint", static=[FLOORPLAN], r2s="RSTREAM",
+        CONFERENCE_Q2.read_text(), tmp_path / "rfid", sink="post", post_url=f"{live_endpoint.base_url}/streams/reachable",
+        partitions=2, session=spark, checkpoint=tmp_path / "checkpoint", static=[FLOORPLAN], r2s="RSTREAM",
     )
     assert report.plan["partitions"] == 1 and "no variable occurs in every stream triple pattern" in report.plan["explain"][0]
-    lines = assert_engines_answers(CONFERENCE_Q2.read_text(), tmp_path / "rfid", tmp_path / "out", 2, static_nquads([FLOORPLAN]), "RSTREAM")
-    assert any(json.loads(line)["triples"] for line in lines)  # the static join found reachable people
+    plan = job_plan(CONFERENCE_Q2.read_text(), 2, r2s="RSTREAM", static_nquads=static_nquads([FLOORPLAN]))
+    expected = [json.loads(line) for line in single_process_lines(plan, input_lines(tmp_path / "rfid"))]
+    posted = [item for item in expected if item["triples"]]
+    assert posted  # the static join found reachable people
+    (stream,) = [entry for entry in live_endpoint.get("/streams").json()["streams"] if entry["stream"].endswith("reachable")]
+    assert stream["accepted"] == len(posted) and stream["latest"] == posted[-1]["time"]
+    assert not any(stream["rejected"].values())
 
 
 def test_a_restarted_job_loses_and_repeats_nothing(spark, tmp_path):
