@@ -4,6 +4,7 @@
 share it must not rely on what other tests left in the store (``live_endpoint.reset()`` empties it).
 ``endpoint_factory`` starts extra servers with their own ``ServerConfig`` (an auth token, a small
 body limit, ...), each with its own in-memory store, stopped at the end of the session.
+Once collected, the session starts the twins' run of the engine's property tests (``twin_run``).
 """
 
 from __future__ import annotations
@@ -20,14 +21,27 @@ from email.message import Message
 from typing import TYPE_CHECKING
 
 import pytest
+import twin_run
 from hypothesis import settings
 
 # CI replays the same examples every run (derandomize): a red CI then means a change broke them,
 # never that a new random draw found an old bug. Local runs keep exploring; what they find is kept
-# as regression files (tests/regressions/) and replayed everywhere.
-settings.register_profile("ci", derandomize=True)
+# as regression files (tests/regressions/) and replayed everywhere. No deadline in CI: the tests
+# prove answers, and a runner's load (the twins' run shares it: twin_run) must not fail them.
+settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The twins' run of the engine's property tests goes beside the other tests (``twin_run``).
+    if not session.config.option.collectonly:
+        twin_run.start_if_selected([item.nodeid for item in session.items])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    twin_run.stop()
+
 
 if TYPE_CHECKING:
     from cqels_endpoint.config import ServerConfig

@@ -166,7 +166,7 @@ def test_replay_stops_at_a_refused_batch_naming_the_csv_line(server, tmp_path, c
 
 
 def test_serve_maps_short_names_under_its_stream_base(tmp_path, capsys):
-    from test_http_serve import serving
+    from serve_process import serving
 
     event = tmp_path / "event.nt"
     event.write_text(f'<http://ex.org/a> <{P}> "1" .\n')

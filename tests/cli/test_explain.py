@@ -42,6 +42,7 @@ def test_explain_prints_algebra_optimised_algebra_and_split():
         "# optimised (push_filters, flatten_joins, split_static)",
         "# static/stream split",
         "# physical plan",
+        "# spark job (cqels spark-job)",
     ]
     split = out.split("# static/stream split\n", 1)[1].split("\n# physical plan\n", 1)[0]
     assert split.splitlines()[:6] == [
@@ -55,9 +56,11 @@ def test_explain_prints_algebra_optimised_algebra_and_split():
     assert "  C1  joined on ?loc1 ?loc2  (line 11)" in split
     assert "  C2  joined on ?auth ?editor  (line 12)" in split
     assert "(static (?loc1 ?loc2)" in out
-    physical = out.split("# physical plan\n", 1)[1]
+    physical = out.split("# physical plan\n", 1)[1].split("\n# spark job", 1)[0]
     assert physical.startswith("select (incremental)\n")
     assert "multiway join of 4 inputs" in physical
+    assert out.endswith("# spark job (cqels spark-job)\none partition: the window of <http://deri.org/streams/rfid> is not an eager time window "
+                        "(its contents or closes depend on the events of every key)\n")
 
 
 def test_explain_reads_standard_input_and_honours_the_env_twin_of_a_flag():

@@ -14,13 +14,11 @@ against ``cqels serve``: its commands, and the table ``cqels watch`` prints.
 from __future__ import annotations
 
 import heapq
-import importlib.util
 import json
 import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -28,7 +26,9 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 from incremental_oracle import Scenario, differences, run_both
-from paths import ROOT, TESTS
+from paths import ROOT
+from readme_sessions import commands, section_blocks
+from serve_process import environment, serving
 
 from cqels_endpoint import Engine
 from cqels_endpoint.config import DEFAULT_STREAM_BASE
@@ -98,36 +98,6 @@ def test_example_runs_in_both_modes_and_emits(path: Path) -> None:
         assert emitted(logs, "recompute") > 0
 
 
-def _serve_helpers():
-    """``serving`` and ``environment`` of tests/http/test_http_serve.py (that folder is on
-    ``sys.path`` only when pytest collects it)."""
-    module = sys.modules.get("test_http_serve")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("test_http_serve", TESTS / "http" / "test_http_serve.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["test_http_serve"] = module
-        spec.loader.exec_module(module)
-    return module.serving, module.environment
-
-
-def session_blocks() -> list[list[str]]:
-    """The ``text`` blocks of the folder README's "Run one" section, as lists of lines."""
-    text = (FOLDER / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Run one", 1)[1].split("\n## ", 1)[0]
-    return [block.splitlines() for block in re.findall(r"```text\n(.*?)```", section, re.S)]
-
-
-def commands(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """``(command, the output lines shown under it)`` for each ``$ `` line."""
-    found: list[tuple[str, list[str]]] = []
-    for line in lines:
-        if line.startswith("$ "):
-            found.append((line[2:], []))
-        elif found:
-            found[-1][1].append(line)
-    return found
-
-
 def _timings(lines: list[str]) -> list[str]:
     return [re.sub(r"in \d+\.\d s", "in … s", line) for line in lines]
 
@@ -146,9 +116,8 @@ def _wait_for_subscriber(base_url: str, name: str) -> None:
 
 @pytest.mark.slow  # about 20 s: a server and seven cqels commands, each a Python process
 def test_the_readme_session_gives_the_output_it_shows(tmp_path: Path) -> None:
-    serving, environment = _serve_helpers()
     data_dir = str(tmp_path / "cqels-ql2")
-    load, serve, *session = [command for block in session_blocks() for command in commands(block)]
+    load, serve, *session = [command for block in section_blocks(FOLDER / "README.md", "Run one") for command in commands(block)]
     assert serve[0] == ".venv/bin/cqels serve --data-dir /tmp/cqels-ql2 --cache-engine local"
     # The subprocesses run the mode (compiled or pure Python) this test runs.
     pure = {"CQELS_PURE_PYTHON": os.environ["CQELS_PURE_PYTHON"]} if "CQELS_PURE_PYTHON" in os.environ else {}

@@ -4,109 +4,15 @@ data across restarts, loads the demo data once, and reads its flags from ``CQELS
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import socket
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from queue import Empty, Queue
-from threading import Thread
 
-import pytest
+from serve_process import environment, serving
 
 from cqels_endpoint.cli import build_parser
-
-LISTENING = re.compile(r"listening on (http://\S+?)/ ")
-START_TIMEOUT_S = 60
-STOP_TIMEOUT_S = 20
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-class Server:
-    def __init__(self, process: subprocess.Popen):
-        self.process = process
-        self.base_url = ""
-        self.output: list[str] = []  # every line printed so far (stdout and stderr)
-        self._lines: Queue[str | None] = Queue()
-        self._pump = Thread(target=self._read_output, daemon=True)
-        self._pump.start()
-
-    def _read_output(self) -> None:
-        for line in self.process.stdout:
-            self.output.append(line)
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def wait_until_listening(self) -> None:
-        while True:
-            try:
-                line = self._lines.get(timeout=START_TIMEOUT_S)
-            except Empty:
-                pytest.fail(f"cqels serve did not start: {''.join(self.output)}")
-            if line is None:
-                pytest.fail(f"cqels serve exited with {self.process.wait()}: {''.join(self.output)}")
-            found = LISTENING.search(line)
-            if found:
-                self.base_url = found.group(1)
-                return
-
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
-        request = urllib.request.Request(self.base_url + path, data=body, method=method, headers=headers or {})
-        try:
-            with OPENER.open(request, timeout=30) as response:
-                return response.status, response.read()
-        except urllib.error.HTTPError as error:
-            with error:
-                return error.code, error.read()
-
-    def query(self, text: str) -> dict:
-        status, body = self.request("GET", "/query?" + urllib.parse.urlencode({"query": text}))
-        assert status == 200, body
-        return json.loads(body)
-
-    def stop(self) -> int:
-        """SIGTERM, then the exit code; the output is complete afterwards."""
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(STOP_TIMEOUT_S)
-        self._pump.join(STOP_TIMEOUT_S)
-        return code
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self._pump.join(STOP_TIMEOUT_S)
-        self.process.stdout.close()
-
-
-def environment(**variables: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CQELS_")}
-    # The local cache engine: these servers test serving, and each would otherwise start a JVM.
-    return {**env, "PYTHONUNBUFFERED": "1", "CQELS_CACHE_ENGINE": "local", **variables}
-
-
-@contextmanager
-def serving(*flags: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[Server]:
-    """``cqels serve FLAGS`` (with ``--port 0`` unless a port is given); yields once it listens."""
-    if "--port" not in flags and "CQELS_PORT" not in (env or {}):
-        flags = (*flags, "--port", "0")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cqels_endpoint.cli", "serve", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment(**(env or {})), cwd=cwd,
-    )
-    server = Server(process)
-    try:
-        server.wait_until_listening()
-        yield server
-    finally:
-        server.close()
 
 
 def test_serve_memory_answers_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -174,13 +80,25 @@ def test_environment_twins_configure_the_server(tmp_path: Path) -> None:
 
 
 def test_bad_flag_values_exit_2() -> None:
-    for flags in (["--query-timeout", "-1"], ["--port", "70000"], ["--max-body-mb", "-1"], ["--port", "x"]):
-        done = subprocess.run(
+    bad = (["--query-timeout", "-1"], ["--port", "70000"], ["--max-body-mb", "-1"], ["--port", "x"])
+    # All started at once: each is a Python start-up that then refuses its flag.
+    processes = [
+        subprocess.Popen(
             [sys.executable, "-m", "cqels_endpoint.cli", "serve", "--memory", *flags],
-            capture_output=True, text=True, env=environment(), timeout=60,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
         )
-        assert done.returncode == 2, (flags, done.stderr)
-        assert "cqels" in done.stderr
+        for flags in bad
+    ]
+    try:
+        for flags, process in zip(bad, processes):
+            _, stderr = process.communicate(timeout=60)
+            assert process.returncode == 2, (flags, stderr)
+            assert "cqels" in stderr
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
 
 
 def test_a_port_in_use_exits_1() -> None:

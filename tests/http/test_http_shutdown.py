@@ -17,9 +17,9 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+from serve_process import Server, environment, serving
 
 from cqels_endpoint.spark.session import JVM_LOGGER, _log_lines
-from tests.http.test_http_serve import Server, environment, serving
 
 QUERY = b"SELECT ?s WHERE { STREAM <urn:cqels:stream:s> [RANGE 10s] { ?s ?p ?o } }"
 # The bound, on what the server does: from the signal to every connection closed (it logs

@@ -11,13 +11,13 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from serve_process import serving
 
 from cqels_endpoint.cli import build_parser
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine.clocks import FILE_NAME
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.runtime.streams import TIME_MAX_MS, TIME_MIN_MS
-from tests.http.test_http_serve import serving
 from tests.http.test_http_streams import AUTH, PROV, TOKEN, XSD, P, Recorder, ndjson, push, query_on, stream_state
 from tests.http.test_persistence import running
 

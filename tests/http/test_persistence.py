@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from serve_process import serving
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine.registry import FILE_NAME
@@ -19,7 +20,6 @@ from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.server import serve_in_thread
 from cqels_endpoint.static_store import StaticStore
 from tests.conftest import LiveEndpoint
-from tests.http.test_http_serve import serving
 from tests.stored_queries import (
     LV,
     Q2,

@@ -6,7 +6,6 @@ background and must print the README's subscription comment and then its emissio
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import subprocess
@@ -15,38 +14,16 @@ from pathlib import Path
 
 import pytest
 from paths import ROOT
-from test_http_serve import serving
+from readme_sessions import commands, section_blocks
+from serve_process import serving
 
 README_ADDRESS = "http://127.0.0.1:7878"
-
-
-def session_blocks() -> list[list[str]]:
-    """The text blocks of the README section, as lists of lines."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## A continuous query with curl", 1)[1].split("\n## ", 1)[0]
-    return [block.splitlines() for block in re.findall(r"```text\n(.*?)```", section, re.S)]
-
-
-def commands(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """``(command, expected output lines)`` for each ``$ `` line of a block."""
-    found: list[tuple[str, list[str]]] = []
-    continued = False
-    for line in lines:
-        if line.startswith("$ ") or continued:
-            command = line.removeprefix("$ ").rstrip("\\").strip()
-            if continued:
-                found[-1] = (found[-1][0] + " " + command, [])
-            else:
-                found.append((command, []))
-            continued = line.endswith("\\")
-        elif found:
-            found[-1][1].append(line)
-    return found
+SECTION = "A continuous query with curl"
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the README session uses curl")
 def test_the_readme_session_gives_the_output_it_shows(tmp_path: Path) -> None:
-    serve, store_and_watch, push, emission = session_blocks()
+    serve, store_and_watch, push, emission = section_blocks(ROOT / "README.md", SECTION)
     # The server is started as the README starts it, on a data directory of the test's own.
     assert commands(serve)[0][0] == ".venv/bin/cqels serve --data-dir /tmp/cqels-session"
     with serving("--data-dir", str(tmp_path / "session"), env={"CQELS_CACHE_ENGINE": "local"}, cwd=ROOT) as server:

@@ -5,17 +5,17 @@ none: pyoxigraph reads every event), and the engine's property tests pass on the
 The operator tests compare each compiled operator with its twin in one process, whatever the
 switch; what only the switch exercises is the engine running on the twins. So the engine-level
 differential tests of the operators that have twins run here once more, in a process with the
-switch on (their DEBS runs excepted: the same operators on more data, a minute on the twins).
+switch on (their DEBS runs excepted: the same operators on more data, a minute on the twins),
+started by the session as soon as it has collected this test (``twin_run``).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
-from paths import ROOT
+import twin_run
 
 from cqels_endpoint.runtime.compiled import use_pure_python
 
@@ -33,19 +33,6 @@ OPERATORS = {
     "Union": "union",
 }
 
-ENGINE_PROPERTY_TESTS = (
-    "test_incremental_differential.py",
-    "test_incremental_distinct_union_optional.py",
-    "test_incremental_negation.py",
-    "test_incremental_aggregates.py",
-    "test_incremental_topk.py",
-)
-
-
-def _environment(flag: str) -> dict[str, str]:
-    return {**os.environ, "CQELS_PURE_PYTHON": flag}
-
-
 @pytest.mark.parametrize(("flag", "compiled"), [("1", False), ("0", True)])
 def test_the_switch_picks_the_twins_of_every_compiled_module(flag, compiled):
     code = (
@@ -58,7 +45,7 @@ def test_the_switch_picks_the_twins_of_every_compiled_module(flag, compiled):
         "      type(windows.build_window(RangeWindow(1))) is windows.EagerRangeState, streams.read_ntriples is None)"
     )
     output = subprocess.run(
-        [sys.executable, "-c", code], env=_environment(flag), capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], env=twin_run.environment(flag), capture_output=True, text=True, check=True
     ).stdout.split()
     package = "cqels_endpoint.operators._" if compiled else "cqels_endpoint.operators.reference."
     assert output[: len(OPERATORS)] == [package + module for module in OPERATORS.values()]
@@ -68,13 +55,6 @@ def test_the_switch_picks_the_twins_of_every_compiled_module(flag, compiled):
 def test_the_engine_property_tests_pass_on_the_twins():
     if use_pure_python():
         pytest.skip("this whole session runs on the twins already")
-    modules = [str(path) for name in ENGINE_PROPERTY_TESTS for path in (ROOT / "tests").rglob(name)]
-    assert len(modules) == len(ENGINE_PROPERTY_TESTS), modules
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not debs", *modules],
-        cwd=ROOT,
-        env=_environment("1"),
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
+    assert len(twin_run.modules()) == len(twin_run.ENGINE_PROPERTY_TESTS), twin_run.modules()
+    code, output = twin_run.result()
+    assert code == 0, output[-7000:]
