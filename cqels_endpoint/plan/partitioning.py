@@ -136,7 +136,9 @@ def partitioning(query: n.AlgebraQuery) -> Partitioning:
     if not common:
         return single("no variable occurs in every stream triple pattern")
     inner_nodes = list(walk(inner))
-    for candidate in sorted(common, key=lambda var: (len(_positions(triples, var)), var.name)):
+    # A group key first (each group then lives in one partition), then the fewest routing positions.
+    grouped = {expr for _, expr in top[-1].keys if isinstance(expr, Var)} if top and isinstance(top[-1], n.Group) else set()
+    for candidate in sorted(common, key=lambda var: (var not in grouped, len(_positions(triples, var)), var.name)):
         if any(isinstance(node, (n.Group, n.Slice, n.Distinct, n.Reduced, n.OrderBy)) for node in inner_nodes):
             return single("a sub-query below the top groups, slices or removes duplicates over every key")
         if any(isinstance(node, n.Project) and candidate not in node.vars for node in inner_nodes):

@@ -292,12 +292,14 @@ def single_process_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], d
 
 
 def comparable(lines: Iterable[str], ordered: bool) -> list:
-    """Emission lines as compared with the engine's: SPARQL leaves the order of solutions (and of
+    """The emission lines among ``lines`` as compared with the engine's: SPARQL leaves the order of solutions (and of
     constructed triples) to the engine unless the query orders them, and a partitioned job meets
     them in another order than one process, so without ORDER BY each emission's rows are a bag."""
     found = []
     for line in lines:
         item = json.loads(line)
+        if "query" not in item:  # a rejected or late event's line, not an emission
+            continue
         if not ordered and "results" in item:
             item["results"]["bindings"].sort(key=lambda row: json.dumps(row, sort_keys=True))
         if not ordered and "triples" in item:
