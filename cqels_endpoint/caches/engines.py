@@ -5,14 +5,22 @@ it belongs to and the static store, and returns the complete new rows of that ca
 must give identical caches: ``LocalCacheEngine`` evaluates the sub-pattern with pyoxigraph (the
 oracle, and enough for small deployments); ``spark.job.SparkCacheEngine`` runs it as a Spark job.
 The rebuild manager (``caches.rebuild``) decides when a cache is built; an engine only builds.
+
+A build's rows are a list, or for a large Spark build a ``ParquetRows``: the rows stay in Parquet
+files and are decoded a part at a time wherever they are read (installing, diffing a rebuild), so
+the driver never holds them all as terms; the files are deleted with the last reference to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
+import pyarrow.parquet as pq
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
@@ -21,6 +29,7 @@ from cqels_endpoint.algebra.to_sparql import needs_store_graphs, to_sparql
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
+from cqels_endpoint.runtime.encoding import decode_inline
 from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.terms import IRI
 
@@ -29,16 +38,90 @@ StaticSource = object
 
 CACHE_ENGINES = ("local", "spark")
 
+# The key of an unbound value: below every int64, as Spark sorts nulls first.
+NULL_KEY = -(1 << 64)
+
+
+class ParquetRows:
+    """The rows of a large cache build, kept in Parquet files and read in parts.
+
+    ``directory`` holds ``rows/part-*.parquet``, int64 term-id columns (null: unbound) in file-name
+    order, and ``terms/``, the N-Triples text of every dictionary id they use (inline ids decode
+    on their own). When ``sorted_by_key``, the ids are the terms' ``caches.delta.term_key`` and the
+    rows ascend by them (a rebuild then diffs against it by merging). ``len`` reads the files'
+    footers only. Reading a part decodes that part; the driver holds the terms of ``terms/``
+    (the result's distinct terms, not its rows) while it reads. The directory is removed when the
+    object is collected (the last build or installed cache referring to it gone) or at exit.
+    """
+
+    def __init__(self, directory: str | Path, width: int, *, sorted_by_key: bool):
+        self.directory = Path(directory)
+        self.width = width
+        self.sorted_by_key = sorted_by_key
+        self._files = sorted((self.directory / "rows").glob("part-*.parquet"))
+        self._len = sum(pq.ParquetFile(path).metadata.num_rows for path in self._files)
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.directory), True)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[tuple]:
+        for part in self.chunks(10_000):
+            yield from part
+
+    def chunks(self, size: int) -> Iterator[list[tuple]]:
+        """The rows as lists of at most ``size`` rows of terms."""
+        for _keys, rows in self.keyed(size):
+            yield rows
+
+    def keyed(self, size: int) -> Iterator[tuple[list[tuple], list[tuple]]]:
+        """``(keys, rows)`` per part of at most ``size`` rows: the id tuples and the decoded rows."""
+        terms: dict[int, object] = {}
+        for path in sorted((self.directory / "terms").glob("part-*.parquet")):
+            table = pq.read_table(path)
+            terms.update(zip(table.column("id").to_pylist(), parse_terms(table.column("term").to_pylist()), strict=True))
+
+        def decode(term_id):
+            if term_id is None:
+                return None
+            return decode_inline(term_id) if term_id < 0 else terms[term_id]
+
+        for path in self._files:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=size):
+                columns = [batch.column(i).to_pylist() for i in range(self.width)]
+                keys = list(zip(*([NULL_KEY if v is None else v for v in column] for column in columns), strict=True))
+                rows = list(zip(*(list(map(decode, column)) for column in columns), strict=True))
+                yield keys, rows
+
+    def close(self) -> None:
+        """Removes the files now (reading afterwards fails)."""
+        self._finalizer()
+
+
+Rows = Sequence[tuple] | ParquetRows
+"""The rows of a build: tuples of pyoxigraph terms (None: unbound), in a list or in Parquet files."""
+
+
+def parse_terms(texts: list[str], batch: int = 100_000) -> list:
+    """The pyoxigraph terms written as ``texts`` (N-Triples), parsed as documents of ``batch``
+    lines: one parser call per batch, not per term."""
+    terms: list = []
+    for start in range(0, len(texts), batch):
+        document = "".join(f"<urn:x-cqels:s> <urn:x-cqels:p> {text} .\n" for text in texts[start : start + batch])
+        terms.extend(quad.object for quad in ox.parse(document, format=ox.RdfFormat.N_TRIPLES))
+    return terms
+
 
 @dataclass(frozen=True)
 class CacheBuild:
     """The complete content of one cache as one engine computed it.
 
-    ``rows``: pyoxigraph terms, or None for unbound, aligned with the cache's schema (a bag).
+    ``rows``: pyoxigraph terms, or None for unbound, aligned with the cache's schema (a bag), in a
+    list or, for a large Spark build, a ``ParquetRows``.
     ``notes``: how parts of it were computed, shown by ``explain`` (e.g. "FILTER by a Python UDF").
     """
 
-    rows: list[tuple]
+    rows: Rows
     engine: str
     notes: tuple[str, ...] = ()
 

@@ -6,7 +6,8 @@ per cache which graphs its sub-pattern reads (``caches.graphs.graphs_read``, com
 schedules their query's rebuild after ``debounce_ms`` of quiet (at most ``MAX_WAIT_DEBOUNCES``
 debounce periods after the first change, so a steady stream of writes cannot starve it). One
 background worker builds the complete new rows with the configured ``CacheEngine``, computes
-their difference from the rows installed (``caches.delta.bag_delta``, on terms, holding no lock)
+their difference from the rows installed (``caches.delta.bag_delta``, on terms, holding no lock;
+for a build in Parquet, a ``MergedDelta`` computed part by part as the swap applies it)
 and hands it to the engine's swap callback, which applies it in bounded parts under short holds of
 the engine's lock and releases all rebuilt caches of one query together, never part of one: the
 operators send the difference as +/- deltas at their next evaluation. A failed build leaves the
@@ -37,7 +38,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.caches.delta import CacheDelta, bag_delta
-from cqels_endpoint.caches.engines import CacheBuild, CacheEngine
+from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, ParquetRows, Rows
 from cqels_endpoint.caches.graphs import GraphsRead, graphs_read
 from cqels_endpoint.plan.nodes import StaticCache
 
@@ -57,7 +58,8 @@ class CacheState:
     ``version`` is the store version read just before its content was built (the content reflects
     at least that version); ``stale`` says a later change it reads has not been swapped in yet;
     ``installing`` that a rebuild's difference is being applied; ``content`` the rows (of terms)
-    installed, which the next rebuild is diffed against; ``last_error``/``last_error_at_ms`` the
+    installed (a list, or the ``ParquetRows`` of a large Spark build: its files live as long as it
+    is installed), which the next rebuild is diffed against; ``last_error``/``last_error_at_ms`` the
     last failed build since the last one that succeeded.
     """
 
@@ -77,7 +79,7 @@ class CacheState:
     last_error: str | None = None
     last_error_at_ms: int | None = None
     installing: bool = False
-    content: list[tuple] = field(default_factory=list, repr=False)
+    content: Rows = field(default_factory=list, repr=False)
 
     def stats(self) -> dict:
         return {
@@ -391,6 +393,13 @@ class CacheRebuilder:
 def _check(node: StaticCache, build: CacheBuild) -> None:
     """Rejects a malformed build before anything is swapped: a cache is complete or not installed."""
     width = len(node.schema)
+    if isinstance(build.rows, ParquetRows):
+        # Decoded from its own dictionary, so only its width can be wrong; reading it all to check
+        # would cost a second full read.
+        if build.rows.width != width:
+            msg = f"the {build.engine} cache engine returned rows of {build.rows.width} columns for cache {node.id} of schema {node.schema}"
+            raise ValueError(msg)
+        return
     for row in build.rows:
         if len(row) != width or not all(term is None or isinstance(term, TERM_TYPES) for term in row):
             msg = f"the {build.engine} cache engine returned row {row!r} for cache {node.id} of schema {node.schema}"

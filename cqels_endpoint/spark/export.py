@@ -1,7 +1,8 @@
 """The snapshot a Spark cache build reads: the graphs of one static sub-pattern, encoded as Parquet.
 
 ``export_snapshot`` reads the quads of the graphs the sub-pattern's dataset reads from one iteration
-of the store (pyoxigraph iterates a consistent snapshot) and writes two Parquet files with pyarrow:
+of the store (pyoxigraph iterates a consistent snapshot) and writes two Parquet files with pyarrow
+(the quads in row groups of ``EXPORT_BATCH``, so the driver holds the dictionary, not the quads):
 
 - ``quads.parquet``: int64 columns ``s, p, o, g``; ``g`` is 0 for the default graph. With ``FROM``
   clauses the default graph is the union of the ``FROM`` graphs' triples as pyoxigraph reads it (a
@@ -10,10 +11,13 @@ of the store (pyoxigraph iterates a consistent snapshot) and writes two Parquet 
   NAMED`` the named graphs are exactly those listed (SPARQL §13.2).
 - ``dictionary.parquet``: ``id`` (int64) → ``term`` (N-Triples text) for every dictionary id.
 
-The dictionary is local to the snapshot (``SnapshotDictionary``): ids are stable within it and
-mean nothing outside it, which is all a cache build needs, since the build returns pyoxigraph
+The dictionary belongs to the snapshot (``SnapshotDictionary``), and a build returns pyoxigraph
 terms. Literals that ``runtime.encoding`` inlines keep their inline (negative) id and have no
-dictionary row; every other term gets a serial id from 1, so 0 is free for the default graph.
+dictionary row; every other term gets a positive 62-bit hash of itself (``caches.delta.term_key``),
+so 0 is free for the default graph and a term has the same id in every snapshot of this process:
+the Parquet rows of two builds then sort alike, and a rebuild diffs them by merging
+(``caches.delta.MergedDelta``). A term whose hash another term of the snapshot already has takes
+the next free id, and the dictionary is no longer ``stable`` (its rows no longer sort by key).
 """
 
 from __future__ import annotations
@@ -28,34 +32,43 @@ import pyarrow.parquet as pq
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.caches.delta import KEY_MASK, term_key
+from cqels_endpoint.caches.engines import parse_terms
 from cqels_endpoint.caches.graphs import graphs_read
 from cqels_endpoint.runtime.encoding import decode_inline, inline_id
 from cqels_endpoint.static_store.convert import graph_name
 
 DEFAULT_GRAPH = 0
+EXPORT_BATCH = 1_000_000  # quads per Parquet row group written
 
 
 class SnapshotDictionary:
-    """Term ↔ int64 id for one snapshot: inline ids for inlinable literals, serials from 1 otherwise.
+    """Term ↔ int64 id for one snapshot: inline ids for inlinable literals, ``term_key`` hashes
+    otherwise (the next free id after a collision, which clears ``stable``).
 
-    Not ``runtime.encoding.TermDictionary``: that one numbers from 0 (the default graph's id here)
-    and counts references, which a snapshot thrown away after one build has no use for.
+    Not ``runtime.encoding.TermDictionary``: that one numbers serially from 0 (the default graph's
+    id here) and counts references, which a snapshot thrown away after one build has no use for.
     """
 
     def __init__(self) -> None:
         self._ids: dict[object, int] = {}
-        self._terms: list[object] = [None]  # serial 0 is the default graph, never a term
+        self._terms: dict[int, object] = {}
+        self._order: list[int] = []  # ids in the order their terms came (``entries``)
+        self.stable = True
 
     def encode(self, term) -> int:
         term_id = self._ids.get(term)
         if term_id is not None:
             return term_id
-        if type(term) is ox.Literal:
-            inline = inline_id(term)
-            if inline is not None:
-                return inline
-        term_id = self._ids[term] = len(self._terms)
-        self._terms.append(term)
+        term_id = term_key(term)
+        if term_id < 0:
+            return term_id
+        while term_id in self._terms:
+            self.stable = False
+            term_id = term_id % KEY_MASK + 1
+        self._ids[term] = term_id
+        self._terms[term_id] = term
+        self._order.append(term_id)
         return term_id
 
     def lookup(self, term) -> int | None:
@@ -70,12 +83,12 @@ class SnapshotDictionary:
         return decode_inline(term_id) if term_id < 0 else self._terms[term_id]
 
     def entries(self, start: int = 1) -> tuple[list[int], list[str]]:
-        """The dictionary rows from serial ``start`` on: ids and N-Triples texts."""
-        ids = list(range(start, len(self._terms)))
+        """The dictionary rows from the ``start``-th term encoded (from 1) on: ids and N-Triples texts."""
+        ids = self._order[start - 1 :]
         return ids, [str(self._terms[i]) for i in ids]
 
     def __len__(self) -> int:
-        return len(self._terms) - 1
+        return len(self._order)
 
 
 @dataclass
@@ -106,12 +119,25 @@ def export_snapshot(static, pattern: n.Pattern, query: n.AlgebraQuery, data_dir:
     columns: tuple[list[int], ...] = ([], [], [], [])
     s_col, p_col, o_col, g_col = columns
     named_seen: dict[int, None] = {}
+    quads_path = directory / "quads.parquet"
+    int64 = pa.int64()
+    writer = pq.ParquetWriter(quads_path, pa.schema([(name, int64) for name in "spog"]))
+    count = 0
+
+    def flush() -> None:
+        writer.write_table(pa.table({name: pa.array(col, int64) for name, col in zip("spog", columns, strict=True)}))
+        for col in columns:
+            col.clear()
 
     def add(triple: tuple[int, int, int], g: int) -> None:
+        nonlocal count
         s_col.append(triple[0])
         p_col.append(triple[1])
         o_col.append(triple[2])
         g_col.append(g)
+        count += 1
+        if len(s_col) >= EXPORT_BATCH:
+            flush()
 
     for quad in () if static is None else iter(static):
         graph = quad.graph_name
@@ -131,14 +157,10 @@ def export_snapshot(static, pattern: n.Pattern, query: n.AlgebraQuery, data_dir:
         if to_named:
             add(triple, encode(graph))
 
-    quads_path = directory / "quads.parquet"
-    int64 = pa.int64()
-    pq.write_table(
-        pa.table({name: pa.array(col, int64) for name, col in zip("spog", columns, strict=True)}),
-        quads_path,
-    )
+    flush()
+    writer.close()
     dictionary_path = directory / "dictionary.parquet"
-    snapshot = Snapshot(directory, quads_path, dictionary_path, dictionary, list(named_seen), len(s_col))
+    snapshot = Snapshot(directory, quads_path, dictionary_path, dictionary, list(named_seen), count)
     write_dictionary(dictionary, dictionary_path)
     return snapshot
 
@@ -150,5 +172,4 @@ def write_dictionary(dictionary: SnapshotDictionary, path: Path, start: int = 1)
 
 def parse_term(text: str):
     """The pyoxigraph term written as ``text`` (N-Triples), as the dictionary stores it."""
-    quad = next(ox.parse(f"<urn:x-cqels:s> <urn:x-cqels:p> {text} .", format=ox.RdfFormat.N_TRIPLES))
-    return quad.object
+    return parse_terms([text])[0]

@@ -25,12 +25,21 @@ int64 term id (null: unbound). The algebra maps onto DataFrame operations:
 Anything else (property paths, MINUS, GROUP/aggregates, ORDER BY/LIMIT, REDUCED, SERVICE, EXISTS,
 RAND/NOW/UUID/STRUUID/BNODE) makes the whole cache evaluated by pyoxigraph on the driver
 (``caches.engines.compute_cache``), and ``notes`` says which construct did.
+
+The result reaches the driver in one of two ways. With ``parquet_rows`` set, the result is
+persisted (computed once) and its rows counted up to ``parquet_rows + 1`` on the executors: at most
+``parquet_rows`` are collected and decoded as a list; more are written, sorted by their ids
+(``caches.delta.term_key``), as Parquet under ``data_dir/spark-caches`` with the terms they use,
+and the build's rows are a ``caches.engines.ParquetRows`` read back in parts, so the driver never
+holds the result. Without ``parquet_rows``, every row is collected (one job fewer).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +47,15 @@ from pathlib import Path
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.sexpr import to_sexpr
 from cqels_endpoint.algebra.variables import certainly_bound
-from cqels_endpoint.caches.engines import CACHE_ENGINES, CacheBuild, CacheEngine, LocalCacheEngine, StaticSource, compute_cache
+from cqels_endpoint.caches.engines import (
+    CACHE_ENGINES,
+    CacheBuild,
+    CacheEngine,
+    LocalCacheEngine,
+    ParquetRows,
+    StaticSource,
+    compute_cache,
+)
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
@@ -68,15 +85,31 @@ class Relation:
     certain: frozenset[str]
 
 
+# Rows above which a build is written as Parquet rather than collected (``SparkCacheEngine``).
+PARQUET_ROWS = 500_000
+
+
 class SparkCacheEngine:
-    """Builds a static cache with Spark (see the module docstring); ``data_dir`` holds the snapshots."""
+    """Builds a static cache with Spark (see the module docstring); ``data_dir`` holds the snapshots
+    and the Parquet builds (a temporary directory without it); a result of more than
+    ``parquet_rows`` rows is read back from Parquet in parts (None: always collected)."""
 
     name = "spark"
 
-    def __init__(self, session_holder: SparkSessionHolder, data_dir: str | Path | None = None, timeout_s: float = 300.0):
+    def __init__(
+        self,
+        session_holder: SparkSessionHolder,
+        data_dir: str | Path | None = None,
+        timeout_s: float = 300.0,
+        parquet_rows: int | None = PARQUET_ROWS,
+    ):
+        if parquet_rows is not None and parquet_rows < 0:
+            msg = f"parquet_rows must be ≥ 0 or None, not {parquet_rows}"
+            raise ValueError(msg)
         self.session_holder = session_holder
         self.data_dir = data_dir
         self.timeout_s = timeout_s
+        self.parquet_rows = parquet_rows
 
     def build(self, cache: StaticCache, query: n.AlgebraQuery, static: StaticSource) -> CacheBuild:
         try:
@@ -89,12 +122,40 @@ class SparkCacheEngine:
         try:
             translator = _Translator(spark, snapshot, query.base)
             relation = translator.pattern(cache.pattern, None)
-            rows = translator.decode(relation, cache.schema)
+            result = translator.select(relation, cache.schema)
+            if self.parquet_rows is None or not cache.schema:
+                rows = translator.decode(result.collect())
+            else:
+                rows = self._collect_or_write(translator, result)
         finally:
             snapshot.close()
         log.debug("spark cache %s: %d rows in %.3f s", cache.id, len(rows), time.perf_counter() - started)
         notes = (f"Spark job over {snapshot.quad_count} quads", *tuple(dict.fromkeys(translator.notes)))
+        if isinstance(rows, ParquetRows):
+            notes = (*notes, f"{len(rows)} rows read back from Parquet in parts (over {self.parquet_rows})")
         return CacheBuild(rows, self.name, notes)
+
+    def _collect_or_write(self, translator: _Translator, result) -> list[tuple] | ParquetRows:
+        """The rows as a list when there are at most ``parquet_rows``, else as Parquet (module docstring)."""
+        from pyspark import StorageLevel
+
+        result = result.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            # Counted on the executors: deciding holds no row on the driver.
+            if result.limit(self.parquet_rows + 1).count() <= self.parquet_rows:
+                return translator.decode(result.collect())
+            parent = None
+            if self.data_dir is not None:
+                parent = Path(self.data_dir) / "spark-caches"
+                parent.mkdir(parents=True, exist_ok=True)
+            directory = Path(tempfile.mkdtemp(prefix="cache-", dir=parent))
+            try:
+                return translator.write(result, directory)
+            except BaseException:
+                shutil.rmtree(directory, ignore_errors=True)
+                raise
+        finally:
+            result.unpersist()
 
     def close(self) -> None:
         """Stops the Spark session if this engine's holder created it (``caches.cache_engine("spark")``);
@@ -508,18 +569,32 @@ class _Translator:
 
     # ------------------------------------------------------------------ results
 
-    def decode(self, relation: Relation, schema: tuple[str, ...]) -> list[tuple]:
-        """The rows of ``relation`` as pyoxigraph terms aligned with ``schema`` (a bag)."""
+    def select(self, relation: Relation, schema: tuple[str, ...]):
+        """The DataFrame of ``relation``'s term ids aligned with ``schema``: columns ``o0``, ``o1``…"""
         F = self.F
         selected = [
             (F.col(relation.columns[v]) if v in relation.columns else self._long(None)).alias(f"o{i}")
             for i, v in enumerate(schema)
         ]
+        return relation.df.select(*selected)
+
+    def decode(self, collected) -> list[tuple]:
+        """Collected rows of ids as pyoxigraph terms (a bag)."""
         decode = self.dictionary.decode
-        return [
-            tuple(None if value is None else decode(value) for value in row)
-            for row in relation.df.select(*selected).collect()
-        ]
+        return [tuple(None if value is None else decode(value) for value in row) for row in collected]
+
+    def write(self, result, directory: Path) -> ParquetRows:
+        """``result`` (from ``select``) as ``ParquetRows`` in ``directory``: the rows sorted by their
+        ids, nulls first (``caches.delta.row_key``), and the dictionary terms they use."""
+        F = self.F
+        self._sync_dictionary()  # the terms a BIND made
+        result.orderBy(*(F.col(c).asc_nulls_first() for c in result.columns)).write.parquet(str(directory / "rows"))
+        used = None
+        for column in result.columns:
+            ids = result.select(F.col(column).alias("id")).where(F.col("id") > 0)
+            used = ids if used is None else used.union(ids)
+        used.distinct().join(self.dict_df, "id").select("id", "term").write.parquet(str(directory / "terms"))
+        return ParquetRows(directory, len(result.columns), sorted_by_key=self.dictionary.stable)
 
 
 def _conjunction(tests):

@@ -216,3 +216,199 @@ def test_random_static_patterns_mostly_have_rows() -> None:
     if not OUTCOMES:
         pytest.skip("the random-pattern test did not run")
     assert OUTCOMES["non-empty caches"] > OUTCOMES["empty caches"], OUTCOMES
+
+
+# --------------------------------------------------------------------------- Parquet builds
+
+# One cache (the static group) with unbound columns (OPTIONAL), inline literals (integers), dictionary
+# ones and new ones (BIND), named graphs, and a triple in two FROM graphs (a row twice in the bag).
+PARQUET_QUERY = (
+    f"PREFIX : <{EX}> SELECT * FROM :g0 FROM :g1 FROM NAMED :g0 WHERE {{ STREAM <{EX}s> [RANGE 1s] {{ ?a :q ?z }} "
+    "{ ?a :p ?b OPTIONAL { ?b :p ?c } BIND (STR(?b) AS ?d) OPTIONAL { GRAPH ?g { ?a :p ?e } } } }"
+)
+
+
+def parquet_store(seed: int, size: int = 60) -> ox.Store:
+    import random
+
+    rng = random.Random(seed)
+    objects = [f"<{EX}n{i}>" for i in range(8)] + [f'"{i}"^^<{XSD_INTEGER}>' for i in range(4)] + ['"w"@en']
+    lines = {
+        f"<{EX}n{rng.randrange(8)}> <{EX}p> {rng.choice(objects)} <{EX}g{rng.randrange(2)}> ." for _ in range(size)
+    }
+    store = ox.Store()
+    store.extend(ox.parse("\n".join(sorted(lines)), format=ox.RdfFormat.N_QUADS))
+    return store
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("spark-data")
+
+
+@pytest.fixture(scope="module")
+def parquet_engine(spark, data_dir):
+    from cqels_endpoint.spark.job import SparkCacheEngine
+    from cqels_endpoint.spark.session import SparkSessionHolder
+
+    return SparkCacheEngine(SparkSessionHolder.wrap(spark), data_dir=data_dir, parquet_rows=0)
+
+
+@pytest.fixture(scope="module")
+def collect_engine(spark):
+    from cqels_endpoint.spark.job import SparkCacheEngine
+    from cqels_endpoint.spark.session import SparkSessionHolder
+
+    return SparkCacheEngine(SparkSessionHolder.wrap(spark), parquet_rows=None)
+
+
+def test_parquet_builds_equal_collected_and_local_builds(parquet_engine, collect_engine, demo_store) -> None:
+    from cqels_endpoint.caches.engines import ParquetRows
+
+    cases = [(demo_store, *caches((ROOT / "examples" / "queries" / "conference-q2-reachable.rq").read_text()))]
+    cases.append((parquet_store(1), *caches(PARQUET_QUERY)))
+    unbound = 0
+    for store, query, found in cases:
+        for cache in found:
+            parquet = parquet_engine.build(cache, query, store)
+            collected = collect_engine.build(cache, query, store)
+            local = LocalCacheEngine().build(cache, query, store)
+            assert isinstance(parquet.rows, ParquetRows) and not isinstance(collected.rows, ParquetRows)
+            assert len(parquet.rows) == len(collected.rows) > 0
+            assert Counter(parquet.rows) == Counter(collected.rows) == Counter(local.rows), cache.sparql
+            # Parts as the engine installs them: whole, each at most the part size.
+            parts = list(parquet.rows.chunks(7))
+            assert all(0 < len(part) <= 7 for part in parts) and [row for part in parts for row in part] == list(parquet.rows)
+            unbound += sum(term is None for row in parquet.rows for term in row)
+    assert unbound > 0  # the OPTIONALs left columns unbound
+
+
+def test_parquet_rebuild_deltas_equal_the_in_memory_delta(parquet_engine, collect_engine) -> None:
+    from cqels_endpoint.caches.delta import CacheDelta, MergedDelta, bag_delta
+
+    query, (cache,) = caches(PARQUET_QUERY)
+    old_store, new_store = parquet_store(2), parquet_store(2)
+    new_store.remove_graph(ox.NamedNode(EX + "g1"))
+    new_store.extend(parquet_store(3, 20))
+    builds = {
+        (version, kind): engine.build(cache, query, store).rows
+        for version, store in (("old", old_store), ("new", new_store))
+        for kind, engine in (("parquet", parquet_engine), ("list", collect_engine))
+    }
+    expected = bag_delta(builds["old", "list"], builds["new", "list"])
+    assert isinstance(expected, CacheDelta) and expected.added and expected.removed
+    for old, new in (("parquet", "parquet"), ("list", "parquet"), ("parquet", "list")):
+        delta = bag_delta(builds["old", old], builds["new", new])
+        assert isinstance(delta, MergedDelta)
+        added: Counter = Counter()
+        removed: Counter = Counter()
+        for part_added, part_removed in delta.steps(5):
+            assert 0 < len(part_added) + len(part_removed) <= 5
+            added.update(part_added)
+            removed.update(part_removed)
+        assert added == Counter(expected.added) and removed == Counter(expected.removed), (old, new)
+
+
+def test_parquet_files_are_removed_with_the_last_reference(parquet_engine, data_dir) -> None:
+    import gc
+
+    query, (cache,) = caches(PARQUET_QUERY)
+    build = parquet_engine.build(cache, query, parquet_store(4))
+    directory = build.rows.directory
+    assert directory.parent == data_dir / "spark-caches" and any((directory / "rows").glob("part-*.parquet"))
+    assert not any((data_dir / "spark-snapshots").iterdir())  # the snapshot went with the build
+    del build
+    gc.collect()
+    assert not directory.exists()
+
+
+def test_an_engine_on_parquet_builds_answers_as_on_local_ones(spark, data_dir) -> None:
+    from cqels_endpoint.engine import Engine
+    from cqels_endpoint.spark.job import SparkCacheEngine
+    from cqels_endpoint.spark.session import SparkSessionHolder
+    from cqels_endpoint.static_store import StaticStore
+
+    text = f"PREFIX : <{EX}> SELECT ?a ?c ?g WHERE {{ STREAM <{EX}s> [RANGE 10ms] {{ ?a :q ?b }} ?b :p ?c OPTIONAL {{ GRAPH ?g {{ ?c :p ?b }} }} }}"
+    answers = []
+    for cache_engine in (SparkCacheEngine(SparkSessionHolder.wrap(spark), data_dir=data_dir, parquet_rows=0), "local"):
+        store = StaticStore()
+        store.load_quads(iter(parquet_store(5)))
+        engine = Engine(store=store, cache_engine=cache_engine, rebuild_debounce_ms=10, cache_install_rows=3)
+        query = engine.register(text, name="q")
+        engine.push(EX + "s", f"<{EX}x> <{EX}q> <{EX}n1> . <{EX}y> <{EX}q> <{EX}n2> .", time=1)
+        first = Counter(frozenset(row.items()) for row in query.snapshot())
+        store.update(f"PREFIX : <{EX}> DELETE WHERE {{ :n1 :p ?o }} ; INSERT DATA {{ :n2 :p :n1 . :n1 :p :n2 }}")
+        assert engine.wait_for_caches(120)
+        engine.advance(2)
+        answers.append((first, Counter(frozenset(row.items()) for row in query.snapshot()), engine.cache_stats()[0]))
+        engine.close()
+    (parquet_first, parquet_after, stats), (local_first, local_after, _) = answers
+    assert parquet_first == local_first and parquet_after == local_after and parquet_first != parquet_after
+    assert any("Parquet" in note for note in stats["notes"]) and stats["rebuilds"] == 1
+
+
+# A Parquet build written here as the Spark job writes it (no Spark needed): any two bags, any part size.
+TERMS = [None, ox.NamedNode(EX + "a"), ox.NamedNode(EX + "b"), ox.Literal("x"), ox.Literal("3", datatype=ox.NamedNode(XSD_INTEGER))]
+term_bags = st.lists(st.tuples(st.sampled_from(TERMS), st.sampled_from(TERMS)), max_size=15)
+
+
+def parquet_rows_of(rows: list[tuple], directory: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cqels_endpoint.caches.delta import row_key, term_key
+    from cqels_endpoint.caches.engines import ParquetRows
+
+    ordered = sorted(rows, key=row_key)
+    (directory / "rows").mkdir(parents=True)
+    (directory / "terms").mkdir()
+    half = len(ordered) // 2
+    for number, part in enumerate((ordered[:half], ordered[half:])):
+        columns = {f"o{i}": pa.array([None if row[i] is None else term_key(row[i]) for row in part], pa.int64()) for i in range(2)}
+        pq.write_table(pa.table(columns), directory / "rows" / f"part-{number:05d}.parquet")
+    used = {term_key(term): str(term) for row in rows for term in row if term is not None and term_key(term) > 0}
+    pq.write_table(pa.table({"id": pa.array(list(used), pa.int64()), "term": pa.array(list(used.values()))}), directory / "terms" / "part-00000.parquet")
+    return ParquetRows(directory, 2, sorted_by_key=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(old=term_bags, new=term_bags, size=st.integers(1, 4), sides=st.sampled_from(["both", "old", "new"]))
+def test_a_merged_delta_turns_the_old_bag_into_the_new(tmp_path_factory, old, new, size, sides) -> None:
+    from unittest import mock
+
+    from cqels_endpoint.caches import delta as delta_module
+    from cqels_endpoint.caches.delta import MergedDelta, bag_delta
+
+    directory = tmp_path_factory.mktemp("rows")
+    old_rows = parquet_rows_of(old, directory / "old") if sides in ("both", "old") else old
+    new_rows = parquet_rows_of(new, directory / "new") if sides in ("both", "new") else new
+    assert Counter(new_rows) == Counter(new) and len(new_rows) == len(new)
+    delta = bag_delta(old_rows, new_rows)
+    assert isinstance(delta, MergedDelta)
+    added: Counter = Counter()
+    removed: Counter = Counter()
+    with mock.patch.object(delta_module, "CHUNK_ROWS", 3):  # a list side sorted in several runs
+        for part_added, part_removed in delta.steps(size):
+            assert 0 < len(part_added) + len(part_removed) <= size
+            added.update(part_added)
+            removed.update(part_removed)
+    assert not added & removed and not removed - Counter(old)
+    assert Counter(old) - removed + added == Counter(new)
+
+
+def test_a_snapshot_whose_hashes_collide_is_diffed_by_counting(tmp_path, monkeypatch) -> None:
+    # Two terms with one hash: the second takes the next free id, so the snapshot's rows no longer
+    # sort by key, and a delta against its build counts rows instead of merging them.
+    from cqels_endpoint.caches.delta import CacheDelta, bag_delta
+    from cqels_endpoint.spark import export
+
+    monkeypatch.setattr(export, "term_key", lambda term: 5)
+    dictionary = export.SnapshotDictionary()
+    a, b = ox.NamedNode(EX + "a"), ox.NamedNode(EX + "b")
+    assert (dictionary.encode(a), dictionary.encode(b), dictionary.encode(a)) == (5, 6, 5)
+    assert (dictionary.decode(6), dictionary.lookup(b), dictionary.stable) == (b, 6, False)
+    assert dictionary.entries(2) == ([6], [str(b)])
+    rows = parquet_rows_of([(a, b), (b, None)], tmp_path / "rows")
+    rows.sorted_by_key = False
+    delta = bag_delta(rows, [(a, b), (a, a)])
+    assert isinstance(delta, CacheDelta) and delta.added == [(a, a)] and delta.removed == [(b, None)]
