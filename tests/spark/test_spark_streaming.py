@@ -7,6 +7,7 @@ workloads in tests/streaming/test_job_stages.py; these tests prove that Spark dr
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import threading
 import time
@@ -65,6 +66,38 @@ def test_debs_q1_from_the_command_line_gives_the_engines_answers(spark, tmp_path
     assert "verified: the" in err
     lines = assert_engines_answers(Q1.read_text(), events, output, 2)
     assert len(lines) == summary["emissions"] > 10
+
+
+def random_workload(seed: int) -> list[tuple[int, str]]:
+    """Events of 1–3 triples of five subjects, two predicates and small integers, 0–3 ms apart."""
+    rng = random.Random(seed)
+    events, time = [], 0
+    for _ in range(120):
+        time += rng.randrange(4)
+        triples = [(rng.randrange(5), rng.choice("pq"), rng.randrange(6)) for _ in range(rng.randint(1, 3))]
+        data = "".join(f'<http://ex.org/s{s}> <http://ex.org/{p}> "{o}"^^<http://www.w3.org/2001/XMLSchema#integer> .\n' for s, p, o in triples)
+        events.append((time, data))
+    return events
+
+
+@pytest.mark.parametrize(
+    ("query", "events", "stream"),
+    [
+        pytest.param((ROOT / "examples" / "queries" / "debs-q2-profitable-areas.rq").read_text(), debs_events(300), DEBS_TRIPS, id="debs-q2"),
+        pytest.param(
+            "SELECT ?o (COUNT(?s) AS ?c) (SUM(?o) AS ?sum) (MIN(?s) AS ?lo) WHERE { STREAM <http://ex.org/s> [RANGE 6ms] "
+            "{ ?s <http://ex.org/p> ?o . ?s <http://ex.org/q> ?x } } GROUP BY ?o ORDER BY DESC(?c) ?o LIMIT 3",
+            random_workload(19), "http://ex.org/s", id="random-keyed-top-k",
+        ),
+    ],
+)
+def test_more_queries_give_the_engines_answers(spark, tmp_path, query, events, stream):
+    write_files(tmp_path / "events", events, stream, 2)
+    report = run_job(query, tmp_path / "events", output=tmp_path / "out", partitions=2, session=spark,
+                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1, r2s="RSTREAM")
+    assert len(report.batches) >= 2
+    lines = assert_engines_answers(query, tmp_path / "events", tmp_path / "out", 2, r2s="RSTREAM")
+    assert len(lines) == len(events)  # RSTREAM: one emission per event
 
 
 def test_a_query_without_a_key_posts_its_triples_to_a_server(spark, tmp_path, live_endpoint):
