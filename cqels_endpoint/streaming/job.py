@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import pandas as pd
 import pyoxigraph as ox
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
@@ -278,8 +279,6 @@ class _Router:
         self.default_stream = default_stream
 
     def __call__(self, frames):
-        import pandas as pd
-
         numbers: dict[str, int] = {}  # a task reads its files whole and in order: it numbers their lines
         for frame in frames:
             if "line" in frame:  # Kafka: the record's offset
@@ -317,8 +316,6 @@ class _PartitionProcessor(_Processor):
         self.events = handle.getListState("events", _EVENT)
 
     def handleInputRows(self, key, rows, timer_values) -> Iterator:  # noqa: N802 (the PySpark API)
-        import pandas as pd
-
         frame = pd.concat(list(rows), ignore_index=True)
         state = PartitionState()
         if self.meta.exists():
@@ -346,8 +343,6 @@ class _GlobalProcessor(_Processor):
         self.relation = handle.getListState("relation", _RELATION)
 
     def handleInputRows(self, key, rows, timer_values) -> Iterator:  # noqa: N802 (the PySpark API)
-        import pandas as pd
-
         frame = pd.concat(list(rows), ignore_index=True)
         state = GlobalState()
         if self.meta.exists():
