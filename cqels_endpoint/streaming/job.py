@@ -74,7 +74,6 @@ _JOB_CONF = (
     "spark.sql.streaming.stateStore.providerClass",
     "spark.sql.shuffle.partitions",
     "spark.sql.files.maxPartitionBytes",
-    "spark.sql.streaming.numRecentProgressUpdates",
 )
 
 # The live stages of this Python worker, by job: {partition or "global": (state version, stage)}.
@@ -255,6 +254,7 @@ def _start(session, plan: JobPlan, lines, output, sink, post_url, checkpoint: Pa
     conf = session.conf
     conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     conf.set("spark.sql.shuffle.partitions", str(plan.tasks))
+    # Read while the query runs, so not put back: the report keeps a record of every micro-batch.
     conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     routed = lines.mapInPandas(_Router(plan, default_stream), _ROUTED)
     outputs = routed.groupBy("part").transformWithStateInPandas(_PartitionProcessor(plan, job_id), _OUTPUT, "append", "None")
