@@ -197,7 +197,11 @@ def run_job(
 
 
 def _check_runnable(plan: JobPlan, sink: str) -> None:
-    Engine().check(plan.text, r2s=plan.r2s)
+    engine = Engine()
+    try:
+        engine.check(plan.text, r2s=plan.r2s)
+    finally:
+        engine.close()
     if sink == "post" and plan.algebra.form != QueryForm.CONSTRUCT:
         raise ArgumentError("--post-to pushes triples into a stream: it needs a CONSTRUCT query")
 

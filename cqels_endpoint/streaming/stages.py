@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import pyoxigraph as ox
@@ -271,21 +271,15 @@ def run_locally(plan: JobPlan, batches: Iterable[Iterable[tuple[str, str, int]]]
 def single_process_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_stream: str | None = None) -> list[str]:
     """What the single-process engine emits for the same input lines, fed in the job's event order
     ``(time, file, line)``: the answers the job must give (``cqels spark-job --verify``, the tests)."""
-    events = []
-    for text, file, number in lines:
-        if text.strip():
-            try:
-                stream, time, triples = parse_line(text, default_stream)
-            except LineError:
-                continue
-            events.append((time, file, number, stream, ntriples(triples)))
+    # Step 1 on one partition: each event's triples whole, the lines that are not events left out.
+    events = [row for row in route_lines(replace(plan, partitions=1), lines, default_stream) if row.kind == EVENT]
     engine = Engine(static_store(plan), lateness_ms=0)
     try:
         query = engine.register(plan.text, name=plan.name, r2s=plan.r2s)
         emitted: list[str] = []
         query.subscribe(lambda emission: emitted.append(emission.json_text()))
-        for time, _file, _number, stream, data in sorted(events, key=lambda e: e[:3]):
-            engine.push(stream, data, time)
+        for event in sorted(events, key=lambda row: (row.time, row.file, row.line)):
+            engine.push(event.stream, event.data, event.time)
         return emitted
     finally:
         engine.close()
