@@ -31,10 +31,12 @@ def add_spark_job(commands) -> None:
            metavar="N")
     job.add_argument("--static", action="append", default=[], metavar="FILE",
                      help="an RDF file of static data every partition reads (repeatable)")
+    option(job, "--inline-cache-rows", "a static cache of more rows is joined as a DataFrame, each partition getting "
+           "its rows, not shipped whole with the plan (default 500000)", type=int, metavar="N")
     option(job, "--stream", "the stream of lines that name none (timestamped N-Triples, NDJSON without \"stream\")",
            metavar="IRI")
     option(job, "--max-files-per-trigger", "files per micro-batch (default: every new file)", type=int, metavar="N")
-    option(job, "--lateness-ms", "how late an event may be (default: the query's LATENESS, else 0)", type=int, metavar="MS")
+    option(job, "--lateness-ms", "the delay of Spark's event-time watermark (default: the query's LATENESS, else 0)", type=int, metavar="MS")
     option(job, "--r2s", "ISTREAM, RSTREAM or DSTREAM (default: the query's REGISTER keyword, else ISTREAM)", metavar="R")
     option(job, "--name", "the query's name in the emissions (default: its REGISTER name, else q1)", metavar="NAME")
     option(job, "--trigger-ms", "start a micro-batch every MS milliseconds (default: as soon as the last ends)", type=int,
@@ -71,6 +73,7 @@ def _spark_job(args: argparse.Namespace) -> int:
             partitions=args.partitions, checkpoint=args.checkpoint, static=args.static,
             max_files_per_trigger=args.max_files_per_trigger, lateness_ms=args.lateness_ms, r2s=args.r2s, name=args.name,
             default_stream=args.stream, until_done=not args.follow, trigger_ms=args.trigger_ms, kafka=kafka,
+            **({} if args.inline_cache_rows is None else {"inline_cache_rows": args.inline_cache_rows}),
         )
     except ArgumentError as error:
         print(f"cqels spark-job: {error}", file=sys.stderr)

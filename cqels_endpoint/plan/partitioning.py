@@ -7,6 +7,8 @@
   query aggregates, its ``Group`` with the ``Filter``/``Extend`` above it (HAVING, SELECT
   expressions). A group may draw solutions from several partitions, so the aggregates are merged
   globally; so are DISTINCT, ORDER BY … LIMIT and top-k, which compare solutions of every partition.
+  When the key is a group key, though, every group lives in one partition: the ``Group`` (with
+  HAVING and the SELECT expressions) is evaluated there, and the global chain is the modifiers.
 - the *inner* pattern below it, evaluated per partition by the engine's incremental operators.
 
 The inner pattern is evaluated per partition when a *key* variable exists: a variable that every
@@ -68,8 +70,20 @@ class Partitioning:
         lines = [f"partitioned by {self.key} ({routes})"]
         if self.top:
             lines.append("global stage: " + " → ".join(_node_name(node) for node in self.top))
-        lines.append("per partition: the stream pattern, static joins and row filters below it")
+        if self.grouped:
+            lines.append(f"per partition: the group by {self.key} (every group lives in one partition), and below it "
+                         "the stream pattern, static joins and row filters")
+        else:
+            lines.append("per partition: the stream pattern, static joins and row filters below it")
         return lines
+
+    @property
+    def grouped(self) -> bool:
+        """The partitions evaluate the query's group (the key is a group key)."""
+        node = self.inner
+        while isinstance(node, ABOVE_GROUP):
+            node = node.input
+        return self.key is not None and isinstance(node, n.Group)
 
 
 _POSITION_NAMES = ("subject", "predicate", "object")
@@ -82,13 +96,20 @@ def _node_name(node: n.Pattern) -> str:
     return type(node).__name__.lower()
 
 
-def split_top(pattern: n.Pattern) -> tuple[tuple[n.Pattern, ...], n.Pattern]:
-    """The global chain of ``pattern`` (outermost first) and the pattern below it."""
+def split_modifiers(pattern: n.Pattern) -> tuple[tuple[n.Pattern, ...], n.Pattern]:
+    """The solution modifiers at the top of ``pattern`` (outermost first) and the pattern below them."""
     chain: list[n.Pattern] = []
     node = pattern
     while isinstance(node, MODIFIERS):
         chain.append(node)
         node = node.input
+    return tuple(chain), node
+
+
+def split_top(pattern: n.Pattern) -> tuple[tuple[n.Pattern, ...], n.Pattern]:
+    """The global chain of ``pattern`` (outermost first) and the pattern below it."""
+    modifiers, node = split_modifiers(pattern)
+    chain = list(modifiers)
     # HAVING/SELECT expressions are global only above a Group; without one they stay per partition.
     above: list[n.Pattern] = []
     probe = node
@@ -105,9 +126,10 @@ def split_top(pattern: n.Pattern) -> tuple[tuple[n.Pattern, ...], n.Pattern]:
 def partitioning(query: n.AlgebraQuery) -> Partitioning:
     """The split of ``query`` (its translated, unoptimised algebra; see the module docstring)."""
     top, inner = split_top(query.pattern)
-    if top and isinstance(top[-1], n.Group):
-        group, inner = _computed_in_partitions(top[-1], inner)
-        top = (*top[:-1], group)
+    group = top[-1] if top and isinstance(top[-1], n.Group) else None
+    if group is not None:
+        computed, inner = _computed_in_partitions(group, inner)
+        top = (*top[:-1], computed)
     schema = _schema(top, inner)
     streams = [node for node in walk(query.pattern) if isinstance(node, n.StreamPattern)]
 
@@ -137,7 +159,7 @@ def partitioning(query: n.AlgebraQuery) -> Partitioning:
         return single("no variable occurs in every stream triple pattern")
     inner_nodes = list(walk(inner))
     # A group key first (each group then lives in one partition), then the fewest routing positions.
-    grouped = {expr for _, expr in top[-1].keys if isinstance(expr, Var)} if top and isinstance(top[-1], n.Group) else set()
+    grouped = {expr for _, expr in group.keys if isinstance(expr, Var)} if group is not None else set()
     for candidate in sorted(common, key=lambda var: (var not in grouped, len(_positions(triples, var)), var.name)):
         if any(isinstance(node, (n.Group, n.Slice, n.Distinct, n.Reduced, n.OrderBy)) for node in inner_nodes):
             return single("a sub-query below the top groups, slices or removes duplicates over every key")
@@ -151,8 +173,14 @@ def partitioning(query: n.AlgebraQuery) -> Partitioning:
         for stream, triple in triples:
             positions.setdefault(stream.stream.value, set()).update(_positions([(stream, triple)], candidate))
         fixed = {stream: tuple(sorted(found)) for stream, found in positions.items()}
+        reason = f"every stream triple pattern mentions {candidate}"
+        if (candidate, candidate) in getattr(group, "keys", ()):
+            # Each group lives in the partition that owns its key value: the group, HAVING and the
+            # SELECT expressions are evaluated there, and their rows (which bind the key) merged.
+            top, below = split_modifiers(query.pattern)
+            return Partitioning(candidate, fixed, top, below, tuple(in_scope(below)), reason)
         key_schema = schema if candidate in schema else (*schema, candidate)
-        return Partitioning(candidate, fixed, top, inner, key_schema, f"every stream triple pattern mentions {candidate}")
+        return Partitioning(candidate, fixed, top, inner, key_schema, reason)
     names = ", ".join(sorted(str(var) for var in common))
     return single(f"no variable common to every stream pattern ({names}) is bound by a stream in every solution")
 

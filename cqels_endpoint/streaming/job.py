@@ -10,12 +10,15 @@ The streaming query has three steps (docs/SCALING.md draws them):
    ``rejected`` output line; events of streams the query does not read are left out.
 2. **Partitions** (``transformWithStateInPandas`` grouped by partition): ``stages.PartitionRunner``.
    The state of a partition is the events still inside its windows (and those held for
-   lateness), its clock, the job's first event time and the latest time of each stream. The event
-   time watermark is the engine's: per stream, the latest time seen in earlier micro-batches minus
-   the lateness; an event older than it is refused (a ``late`` output line), an event newer than
-   the current batch's watermark is held in state until the watermark passes it; the rest enter
-   in time order. A live runner is kept in the Python worker between micro-batches (matched to
-   the state by a version number); any other task rebuilds it from the state.
+   lateness), its clock and the job's first event time. The event-time watermark is Spark's
+   (``withWatermark`` on the events' time, the lateness as its delay, read in ``EventTime``
+   mode): the latest time of the earlier micro-batches minus the lateness, one for all the
+   query's streams, kept with the checkpoint. An event older than it is refused (a ``late``
+   output line; Spark drops nothing itself, since the watermarked column does not reach the
+   partitions), an event newer than the watermark this batch will leave is held in state until
+   a later batch passes it; the rest enter in time order. A live runner is kept in the Python
+   worker between micro-batches (matched to the state by a version number); any other task
+   rebuilds it from the state.
 3. **Global stage** (``transformWithStateInPandas`` on one key): ``stages.GlobalMerger``, whose
    state is the relation of the partitions' results. Its output lines go to the sink.
 
@@ -45,8 +48,10 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.errors import ArgumentError, SparkUnavailableError
 from cqels_endpoint.query.kinds import QueryForm
+from cqels_endpoint.runtime.encoding import decode_inline
+from cqels_endpoint.spark.job import PARQUET_ROWS
 from cqels_endpoint.spark.session import build_session, resolve_master, spark_running
-from cqels_endpoint.streaming.caches import build_caches
+from cqels_endpoint.streaming.caches import build_caches, shard_rows
 from cqels_endpoint.streaming.plan import JobPlan, job_plan
 from cqels_endpoint.streaming.stages import (
     Event,
@@ -67,13 +72,17 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 _ROUTED = "part long, time long, file string, line long, stream string, data string, kind string"
 _OUTPUT = "time long, file string, line long, kind string, payload string"
 _EVENT = "time long, file string, line long, stream string, data string, pending boolean"
-_PARTITION_META = "version long, clock long, origin long, maxima string"
+_PARTITION_META = "version long, clock long, origin long"
 _GLOBAL_META = "version long, time long"
 _RELATION = "row string, count long"
+# A row of a large cache on its way to a partition (null: the cache's mark, sent to every partition).
+_SHARD = "part long, cache string, row string"
+_CACHE_ROW = "cache string, row string"
 _JOB_CONF = (
     "spark.sql.streaming.stateStore.providerClass",
     "spark.sql.shuffle.partitions",
     "spark.sql.files.maxPartitionBytes",
+    "spark.sql.streaming.noDataMicroBatches.enabled",
 )
 
 # The live stages of this Python worker, by job: {partition or "global": (state version, stage)}.
@@ -127,6 +136,7 @@ def run_job(
     until_done: bool = True,
     trigger_ms: int | None = None,
     kafka: tuple[str, str] | None = None,
+    inline_cache_rows: int | None = PARQUET_ROWS,
 ) -> JobReport:
     """Runs ``query`` over the event files in ``events`` (see the module docstring).
 
@@ -137,8 +147,13 @@ def run_job(
     the static store of every partition (their named graphs kept; triples go to the default graph).
     ``kafka``: ``(bootstrap servers, topic)`` to read the events from a Kafka topic instead (each
     record's value one line; the cluster needs Spark's Kafka connector, docs/SCALING.md), from its
-    earliest offsets; ``events`` is then ignored.
+    earliest offsets; ``events`` is then ignored. ``inline_cache_rows``: a static cache of more
+    rows is not shipped with the plan but joined as a DataFrame, each partition getting the rows
+    it needs (``streaming.caches``; None: every cache shipped).
     """
+    if inline_cache_rows is not None and inline_cache_rows < 0:
+        msg = f"inline_cache_rows must be ≥ 0 or None, not {inline_cache_rows}"
+        raise ArgumentError(msg)
     if sink not in SINKS:
         msg = f"sink must be one of {', '.join(SINKS)}, not {sink!r}"
         raise ArgumentError(msg)
@@ -161,17 +176,20 @@ def run_job(
         if partitions is None:
             partitions = session.sparkContext.defaultParallelism
         plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
+        large: dict = {}
         if static_text:
-            plan = replace(plan, caches=build_caches(plan.partition_algebra, plan.text, static_store(plan), session))
+            shipped, large = build_caches(plan.partition_algebra, plan.text, static_store(plan), session, inline_cache_rows)
+            plan = replace(plan, caches=shipped)
         checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
         job_id = str(checkpoint.resolve())
-        report = JobReport(describe(plan))
+        report = JobReport(describe(plan) | {"caches": {"shipped": len(plan.caches), "joined": len(large)}})
         # The streaming query runs on a copy of the session's configuration taken when it starts:
         # what the job sets is put back once it has started, for the session's other users.
         saved = {key: session.conf.get(key, None) for key in _JOB_CONF}
         try:
             source = _kafka_lines(session, *kafka) if kafka is not None else _file_lines(session, events_dir, max_files_per_trigger)
-            streaming = _start(session, plan, source, output, sink, post_url, checkpoint, job_id, default_stream, trigger_ms)
+            initial = _cache_shards(session, plan, large) if large else None
+            streaming = _start(session, plan, source, initial, output, sink, post_url, checkpoint, job_id, default_stream, trigger_ms)
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -252,16 +270,66 @@ def _kafka_lines(session, servers: str, topic: str):
     )
 
 
-def _start(session, plan: JobPlan, lines, output, sink, post_url, checkpoint: Path, job_id: str, default_stream, trigger_ms):
+def _cache_shards(session, plan: JobPlan, large: dict):
+    """The large caches' rows as a DataFrame of ``_SHARD``: the Parquet the cache job wrote, its
+    term ids joined with the terms, each row for every partition that needs it, and a mark of
+    each cache for every partition (whose shard may be empty)."""
+    from pyspark.sql import functions as sf
+
+    frame = session.createDataFrame([(part, json.dumps(key), None) for key in large for part in range(plan.tasks)], _SHARD)
+    for key, rows in large.items():
+        ids = session.read.parquet(str(rows.directory / "rows"))
+        terms = session.read.parquet(str(rows.directory / "terms"))
+        texts = ids
+        for i, column in enumerate(ids.columns):
+            named = terms.select(sf.col("id").alias(f"id{i}"), sf.col("term").alias(f"term{i}"))
+            texts = texts.join(named, texts[column] == named[f"id{i}"], "left").drop(f"id{i}")
+        frame = frame.unionByName(texts.mapInPandas(_Sharder(plan, key, len(ids.columns)), _SHARD))
+    return frame
+
+
+class _Sharder:
+    """The rows of one large cache (id columns, then their terms' text) as ``(partition, cache,
+    row)`` for every partition each goes to (``streaming.caches.shard_rows``)."""
+
+    def __init__(self, plan: JobPlan, key: tuple, width: int):
+        self.plan, self.key, self.width = plan, key, width
+        self.name = json.dumps(key)
+
+    def __call__(self, frames):
+        width = self.width
+        for frame in frames:
+            rows = [
+                tuple(None if pd.isna(ids[i]) else str(decode_inline(int(ids[i]))) if ids[i] < 0 else ids[width + i] for i in range(width))
+                for ids in frame.itertuples(index=False, name=None)
+            ]
+            shares = [(part, self.name, json.dumps(row, ensure_ascii=False)) for part, row in shard_rows(self.plan, self.key, rows)]
+            yield pd.DataFrame(shares, columns=["part", "cache", "row"])
+
+
+def _start(session, plan: JobPlan, lines, initial, output, sink, post_url, checkpoint: Path, job_id: str, default_stream, trigger_ms):
     from pyspark.sql import functions as sf
 
     conf = session.conf
     conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     conf.set("spark.sql.shuffle.partitions", str(plan.tasks))
+    # A micro-batch without data only moves the watermark, which releases nothing the batch
+    # before did not (stages.partition_step): it would cost a batch for no output.
+    conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     # Read while the query runs, so not put back: the report keeps a record of every micro-batch.
     conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
-    routed = lines.mapInPandas(_Router(plan, default_stream), _ROUTED)
-    outputs = routed.groupBy("part").transformWithStateInPandas(_PartitionProcessor(plan, job_id), _OUTPUT, "append", "None")
+    # Spark keeps the event-time watermark (withWatermark, the lateness its delay) and hands it to
+    # the partitions (EventTime mode). The watermarked column is projected away before them, so
+    # Spark drops no late row silently: the partitions report each as a ``late`` line.
+    routed = (
+        lines.mapInPandas(_Router(plan, default_stream), _ROUTED)
+        .withColumn("event_time", sf.timestamp_millis("time"))
+        .withWatermark("event_time", f"{plan.lateness_ms} milliseconds")
+        .drop("event_time")
+    )
+    outputs = routed.groupBy("part").transformWithStateInPandas(
+        _PartitionProcessor(plan, job_id), _OUTPUT, "append", "EventTime", initialState=None if initial is None else initial.groupBy("part")
+    )
     merged = outputs.withColumn("stage", sf.lit(0)).groupBy("stage").transformWithStateInPandas(
         _GlobalProcessor(plan, job_id), "value string", "append", "None"
     )
@@ -318,24 +386,40 @@ class _PartitionProcessor(_Processor):
     def init(self, handle) -> None:
         self.meta = handle.getValueState("meta", _PARTITION_META)
         self.events = handle.getListState("events", _EVENT)
+        self.shard = handle.getListState("shard", _CACHE_ROW)
+
+    def handleInitialState(self, key, initial, timer_values) -> None:  # noqa: N802 (the PySpark API)
+        """The partition's rows of the large caches (the job's first micro-batch only: a restart
+        finds them in the state)."""
+        self.shard.appendList([(cache, row) for _part, cache, row in initial.itertuples(index=False, name=None)])
+
+    def shard_rows(self) -> dict:
+        found: dict = {}
+        for cache, row in self.shard.get():
+            sparql, schema = json.loads(cache)
+            rows = found.setdefault((sparql, tuple(schema)), [])
+            if row is not None:
+                rows.append(tuple(json.loads(row)))
+        return found
 
     def handleInputRows(self, key, rows, timer_values) -> Iterator:  # noqa: N802 (the PySpark API)
         frame = pd.concat(list(rows), ignore_index=True)
         state = PartitionState()
         if self.meta.exists():
-            version, clock, origin, maxima = self.meta.get()
+            version, clock, origin = self.meta.get()
             stored = list(self.events.get())
             state = PartitionState(
-                version, clock, origin, json.loads(maxima),
+                version, clock, origin,
                 [Event(*entry[:5]) for entry in stored if not entry[5]], [Event(*entry[:5]) for entry in stored if entry[5]],
             )
         routed = [Routed(int(p), int(t), f, int(n), s, d, k) for p, t, f, n, s, d, k in frame.itertuples(index=False, name=None)]
-        outputs = partition_step(self.plan, int(key[0]), state, routed, self.live())
+        watermark = timer_values.getCurrentWatermarkInMs()
+        outputs = partition_step(self.plan, int(key[0]), state, routed, self.live(), watermark, self.shard_rows)
         self.events.clear()
         if state.retained or state.pending:
             self.events.put([(*e, False) for e in state.retained] + [(*e, True) for e in state.pending])
         # clock and origin stay null until the partition has seen an event.
-        self.meta.update((state.version, state.clock, state.origin, json.dumps(state.maxima)))
+        self.meta.update((state.version, state.clock, state.origin))
         yield pd.DataFrame(outputs, columns=list(Output._fields))
 
 

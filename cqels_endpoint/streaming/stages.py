@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -36,7 +36,7 @@ from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.evaluator import Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.runtime.encoding import TermDictionary
-from cqels_endpoint.streaming.caches import BroadcastCaches
+from cqels_endpoint.streaming.caches import BroadcastCaches, CacheRows, shards
 from cqels_endpoint.streaming.events import LineError, ntriples, owner, parse_line, route
 from cqels_endpoint.streaming.plan import JobPlan
 
@@ -75,6 +75,8 @@ def route_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_st
             continue
         try:
             stream, time, triples = parse_line(text, default_stream)
+            if time < 0:
+                raise LineError(f"the time {time} is before 1970: Spark's event-time watermark counts ms from the epoch")
         except LineError as error:
             rejected = {"rejected": {"file": file, "line": number, "text": text, "error": str(error)}}
             routed.append(Routed(0, -1, file, number, "", json.dumps(rejected, ensure_ascii=False), REJECTED))
@@ -98,12 +100,13 @@ class Output(NamedTuple):
 
 class PartitionRunner:
     """Partition ``partition`` of a job (see the module docstring). ``origin_ms``: the time of the
-    job's first event (a periodic window's closes count from it)."""
+    job's first event (a periodic window's closes count from it); ``shard``: its part of the
+    caches too large to ship with the plan (``streaming.caches``)."""
 
-    def __init__(self, plan: JobPlan, partition: int, origin_ms: int):
+    def __init__(self, plan: JobPlan, partition: int, origin_ms: int, shard: CacheRows | None = None):
         self.plan = plan
         self.partition = partition
-        caches = BroadcastCaches(plan.caches) if plan.caches else "local"
+        caches = BroadcastCaches({**plan.caches, **(shard or {})}) if plan.caches or shard else "local"
         self.engine = Engine(static_store(plan), lateness_ms=0, cache_engine=caches)
         query = self.engine.register_algebra(plan.partition_algebra, plan.text, name=plan.name, r2s=plan.r2s, origin_ms=origin_ms)
         if plan.partitioned:
@@ -161,43 +164,61 @@ class PartitionRunner:
 class PartitionState:
     """What the job keeps of a partition between micro-batches (Spark state): ``retained`` the
     events still inside a window at ``clock``, ``pending`` those held for lateness, ``origin`` the
-    job's first event time, ``maxima`` the latest time of each stream, ``version`` the number of
-    micro-batches done (a live runner of the same version is the state's)."""
+    job's first event time, ``version`` the number of micro-batches done (a live runner of the
+    same version is the state's). The watermark is Spark's, which keeps it with the checkpoint."""
 
     version: int = 0
     clock: int | None = None
     origin: int | None = None
-    maxima: dict[str, int] = field(default_factory=dict)
     retained: list[Event] = field(default_factory=list)
     pending: list[Event] = field(default_factory=list)
 
 
-def partition_step(plan: JobPlan, partition: int, state: PartitionState, rows: Iterable[Routed], live: dict) -> list[Output]:
+def next_watermark(plan: JobPlan, watermark: int, rows: Iterable[Routed]) -> int:
+    """Spark's event-time watermark after a micro-batch of ``rows`` (``withWatermark`` on their
+    time with the job's lateness as delay): the latest time seen minus the delay, never lower
+    than before, 0 at the start."""
+    latest = max((row.time for row in rows), default=None)
+    return watermark if latest is None else max(watermark, latest - plan.lateness_ms)
+
+
+def partition_step(
+    plan: JobPlan,
+    partition: int,
+    state: PartitionState,
+    rows: Iterable[Routed],
+    live: dict,
+    watermark: int = 0,
+    shard: Callable[[], CacheRows] = dict,
+) -> list[Output]:
     """Step 2 for one micro-batch of partition ``partition`` (streaming/job.py): updates ``state``
-    and returns the outputs. ``live`` keeps the runners of this process by (partition): one of the
-    state's version goes on, else one is rebuilt from the state."""
+    and returns the outputs. ``watermark``: Spark's event-time watermark for this micro-batch
+    (``next_watermark`` of the ones before). ``live`` keeps the runners of this process by
+    partition: one of the state's version goes on, else one is rebuilt from the state and
+    ``shard()``, the partition's part of the large caches."""
+    rows = list(rows)
     outputs: list[Output] = []
     arrived: list[Event] = []
-    previous = dict(state.maxima)
     for row in rows:
         if row.kind == REJECTED:
             outputs.append(Output(row.time, row.file, row.line, REJECTED, row.data))
             continue
-        watermark = previous.get(row.stream)
-        if watermark is not None and row.time < watermark - plan.lateness_ms:
+        if row.time < watermark:
             if partition == 0:
-                late = {"late": {"stream": row.stream, "time": row.time, "file": row.file, "line": row.line, "watermark": watermark - plan.lateness_ms}}
+                late = {"late": {"stream": row.stream, "time": row.time, "file": row.file, "line": row.line, "watermark": watermark}}
                 outputs.append(Output(row.time, row.file, row.line, LATE, json.dumps(late)))
             continue
         arrived.append(Event(row.time, row.file, row.line, row.stream, row.data))
     if state.origin is None and arrived:
         state.origin = min(event.time for event in arrived)
-    for event in arrived:
-        state.maxima[event.stream] = max(state.maxima.get(event.stream, event.time), event.time)
+    # Every partition has a row (an event or a tick) for every event, so each sees the batch's
+    # latest time: what the watermark will be after this batch can be released now, since a
+    # later event older than it will be late.
+    bound = next_watermark(plan, watermark, rows)
     waiting = sorted([*state.pending, *arrived], key=_order)
-    release = [e for e in waiting if e.time <= state.maxima[e.stream] - plan.lateness_ms]
-    state.pending = [e for e in waiting if e.time > state.maxima[e.stream] - plan.lateness_ms]
-    runner = _live_runner(plan, partition, state, live)
+    release = [e for e in waiting if e.time <= bound]
+    state.pending = [e for e in waiting if e.time > bound]
+    runner = _live_runner(plan, partition, state, live, shard)
     outputs.extend(runner.feed(release))
     kept = [e for e in [*state.retained, *release] if e.data]
     if plan.horizon_ms is not None and runner.clock is not None:
@@ -208,13 +229,13 @@ def partition_step(plan: JobPlan, partition: int, state: PartitionState, rows: I
     return outputs
 
 
-def _live_runner(plan: JobPlan, partition: int, state: PartitionState, live: dict) -> PartitionRunner:
+def _live_runner(plan: JobPlan, partition: int, state: PartitionState, live: dict, shard: Callable[[], CacheRows]) -> PartitionRunner:
     found = live.get(partition)
     if found is not None and found[0] == state.version:
         return found[1]
     if found is not None:
         found[1].close()
-    runner = PartitionRunner(plan, partition, state.origin if state.origin is not None else 0)
+    runner = PartitionRunner(plan, partition, state.origin if state.origin is not None else 0, shard())
     runner.feed(sorted(state.retained, key=_order), emit=False)
     if state.clock is not None:
         runner.advance(state.clock)
@@ -252,19 +273,28 @@ def global_step(plan: JobPlan, state: GlobalState, outputs: Iterable[Output], li
     return lines
 
 
-def run_locally(plan: JobPlan, batches: Iterable[Iterable[tuple[str, str, int]]], default_stream: str | None = None) -> list[str]:
+def run_locally(
+    plan: JobPlan,
+    batches: Iterable[Iterable[tuple[str, str, int]]],
+    default_stream: str | None = None,
+    large: CacheRows | None = None,
+) -> list[str]:
     """The job's three steps in this process, one micro-batch per item of ``batches`` (each the
     ``(text, file, line number)`` of its input lines): the lines its sink would receive. The tests
-    run it beside the Spark job and the single-process engine."""
+    run it beside the Spark job and the single-process engine. ``large``: caches given to the
+    partitions as the job gives those too large to ship, each partition its shard."""
+    parts = shards(plan, large or {})
     states = [PartitionState() for _ in range(plan.tasks)]
-    global_state, live, lines = GlobalState(), {}, []
+    global_state, live, lines, watermark = GlobalState(), {}, [], 0
     for batch in batches:
         routed = route_lines(plan, batch, default_stream)
         outputs: list[Output] = []
         for part in {row.part for row in routed}:
-            outputs.extend(partition_step(plan, part, states[part], [row for row in routed if row.part == part], live))
+            rows = [row for row in routed if row.part == part]
+            outputs.extend(partition_step(plan, part, states[part], rows, live, watermark, lambda part=part: parts[part]))
         if outputs:
             lines.extend(global_step(plan, global_state, outputs, live))
+        watermark = next_watermark(plan, watermark, routed)
     return lines
 
 

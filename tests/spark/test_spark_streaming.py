@@ -7,10 +7,12 @@ workloads in tests/streaming/test_job_stages.py; these tests prove that Spark dr
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import threading
 import time
+from datetime import datetime, timezone
 
 import pytest
 from debs import PREDICATES, trip_events
@@ -122,6 +124,28 @@ def test_a_query_without_a_key_posts_its_triples_to_a_server(spark, tmp_path, li
     assert not any(stream["rejected"].values())
 
 
+def test_large_caches_joined_as_dataframes_give_the_engines_answers(spark, tmp_path):
+    """With ``inline_cache_rows=0`` every static cache is left in the cache job's Parquet and
+    joined as a DataFrame: each partition gets its rows as initial state (by the key, ?person,
+    for the names; all of them for the rooms, which have no key)."""
+    query = (
+        f"PREFIX lv: <{LV}> PREFIX foaf: <http://xmlns.com/foaf/0.1/> SELECT ?person ?name (COUNT(?room) AS ?n) "
+        f"WHERE {{ STREAM <{RFID}> [RANGE 3s] {{ ?person lv:detectedAt ?loc }} ?person foaf:name ?name GRAPH lv: {{ ?loc lv:name ?room }} }} "
+        "GROUP BY ?person ?name"
+    )
+    rng = random.Random(11)
+    people = [f"http://deri.org/people/{person}" for person in ("alice", "bob", "carol", "dave", "erin", "frank")]
+    rooms = ["lobby", "mainHall", "corridor", "room101", "room102", "kitchen", "attic"]
+    events = [(1_000 + 300 * i, f"<{rng.choice(people)}> <{LV}detectedAt> <{LV}{rng.choice(rooms)}> .\n") for i in range(60)]
+    write_files(tmp_path / "rfid", events, RFID, 2)
+    static = [FLOORPLAN, ROOT / "examples" / "data" / "conference.ttl"]
+    report = run_job(query, tmp_path / "rfid", output=tmp_path / "out", partitions=2, session=spark, static=static,
+                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1, r2s="RSTREAM", inline_cache_rows=0)
+    assert report.plan["key"] == "?person" and report.plan["caches"] == {"shipped": 0, "joined": 2}
+    lines = assert_engines_answers(query, tmp_path / "rfid", tmp_path / "out", 2, static_nquads(static), r2s="RSTREAM")
+    assert any(json.loads(line)["results"]["bindings"] for line in lines)
+
+
 def test_a_restarted_job_loses_and_repeats_nothing(spark, tmp_path):
     """Run 1 is stopped while it works (possibly mid micro-batch); run 2 finishes the first
     files; then new files arrive and run 3 takes them. The file sink holds each emission once."""
@@ -151,6 +175,34 @@ def test_a_restarted_job_loses_and_repeats_nothing(spark, tmp_path):
     assert report.batches and report.input_rows == 200  # only the new files were read
     lines = assert_engines_answers(Q1.read_text(), incoming, tmp_path / "out", 2)
     assert lines[: len(first)] == first
+
+
+def test_spark_watermark_refuses_late_events_and_reports_them(spark, tmp_path):
+    """LATENESS 3 ms as Spark's event-time watermark: files out of time order, one per micro-batch.
+    Spark's reported watermarks are those the late lines name, every late event is a line, and the
+    job's output is the in-process steps' to the byte."""
+    query = ("SELECT ?s (COUNT(?o) AS ?c) WHERE { STREAM <http://ex.org/s> [RANGE 10ms LATENESS 3ms] "
+             "{ ?s <http://ex.org/p> ?o } } GROUP BY ?s")
+    rng = random.Random(7)
+    events = tmp_path / "events"
+    events.mkdir()
+    batches = []
+    for k, start in enumerate([0, 20, 12, 40, 30]):  # the 3rd and 5th files lie before the watermark, in part
+        times = sorted(start + rng.randrange(8) for _ in range(5))
+        data = [(t, f'<http://ex.org/s{rng.randrange(3)}> <http://ex.org/p> "{t}"^^<http://www.w3.org/2001/XMLSchema#integer> .') for t in times]
+        text = "".join(json.dumps({"stream": "http://ex.org/s", "time": t, "data": d}) + "\n" for t, d in data)
+        (events / f"part{k}.ndjson").write_text(text)
+        os.utime(events / f"part{k}.ndjson", (1_000_000 + k, 1_000_000 + k))  # the file source takes files by age
+        batches.append([(line, f"part{k}.ndjson", n) for n, line in enumerate(text.splitlines(), 1)])
+    report = run_job(query, events, output=tmp_path / "out", partitions=2, session=spark,
+                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1)
+    got = committed_lines(tmp_path / "out")
+    assert got == run_locally(job_plan(query, 2), batches)
+    late = [json.loads(line)["late"] for line in got if '"late"' in line]
+    assert late and all(item["time"] < item["watermark"] for item in late)
+    reported = {batch["eventTime"]["watermark"] for batch in report.batches if "eventTime" in batch}
+    named = {datetime.fromtimestamp(item["watermark"] / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" for item in late}
+    assert named <= reported
 
 
 def test_kafka_without_its_connector_says_how_to_get_it(spark, tmp_path):

@@ -33,6 +33,22 @@ def test_the_key_is_a_variable_of_every_stream_pattern(query, key, positions):
 
 
 @pytest.mark.parametrize(
+    ("group_by", "where", "in_partitions"),
+    [
+        ("?s", "?s <http://ex.org/p> ?o", True),  # the key ?s is the group key: each group in one partition
+        ("?o", "?s <http://ex.org/p> ?o . ?s <http://ex.org/q> ?x", False),  # key ?s: a group spans partitions
+        ("(STR(?s) AS ?k)", "?s <http://ex.org/p> ?o", False),  # the group key is computed, not the key
+    ],
+)
+def test_the_group_runs_in_the_partitions_when_the_key_is_a_group_key(group_by, where, in_partitions):
+    query = f"SELECT (COUNT(?o) AS ?c) WHERE {{ STREAM {S} [RANGE 1s] {{ {where} }} }} GROUP BY {group_by} HAVING (COUNT(?o) > 1)"
+    split = job_plan(query, 2).split
+    assert split.partitioned and split.grouped == in_partitions
+    assert any(type(node).__name__ == "Group" for node in split.top) != in_partitions
+    assert split.key in split.schema
+
+
+@pytest.mark.parametrize(
     ("query", "reason"),
     [
         ((QUERIES / "debs-q2-profitable-areas.rq").read_text(), "no variable occurs in every stream triple pattern"),

@@ -22,10 +22,12 @@ from incremental_oracle import ORACLE_SETTINGS
 from paths import ROOT
 from stored_queries import FLOORPLAN, LV, RFID
 
+from cqels_endpoint.caches.engines import LocalCacheEngine
 from cqels_endpoint.cli.replay import DEBS_TRIPS
+from cqels_endpoint.streaming.caches import record_caches, shards
 from cqels_endpoint.streaming.job import static_nquads
 from cqels_endpoint.streaming.plan import job_plan
-from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines
+from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines, static_store
 
 QUERIES = ROOT / "examples" / "queries"
 CONFERENCE = ROOT / "examples" / "data" / "conference.ttl"
@@ -33,11 +35,14 @@ S = "http://ex.org/s"
 PREFIX = "PREFIX : <http://ex.org/> "
 INTEGER = '"%d"^^<http://www.w3.org/2001/XMLSchema#integer>'
 
-# Queries of the random workloads: those with a key are partitioned, the last two are not.
+# Queries of the random workloads: those with a key are partitioned (the group in the partitions
+# when the key is a group key, globally otherwise), the last two are not.
 KEYED = {
     "count by key": "SELECT ?s (COUNT(?o) AS ?c) WHERE { STREAM <S> [RANGE 5ms] { ?s :p ?o } } GROUP BY ?s",
     "aggregates across partitions": "SELECT ?o (COUNT(?s) AS ?c) (SUM(?o) AS ?sum) (MIN(?s) AS ?lo) (MAX(?o) AS ?hi) "
-    "(AVG(?o) AS ?avg) (SAMPLE(?s) AS ?any) WHERE { STREAM <S> [RANGE 4ms] { ?s :p ?o } } GROUP BY ?o HAVING (COUNT(?s) > 1)",
+    "(AVG(?o) AS ?avg) (SAMPLE(?s) AS ?any) WHERE { STREAM <S> [RANGE 4ms] { ?s :p ?o . ?s :q ?x } } GROUP BY ?o HAVING (COUNT(?s) > 1)",
+    "groups in their partitions, top-k global": "SELECT ?s (SUM(?o) AS ?t) (MAX(?o) AS ?hi) WHERE { STREAM <S> [RANGE 5ms] { ?s :p ?o } } "
+    "GROUP BY ?s HAVING (SUM(?o) > 2) ORDER BY DESC(?t) LIMIT 2",
     "distinct over a keyed join": "SELECT DISTINCT ?o WHERE { STREAM <S> [RANGE 3ms] { ?s :p ?o . ?s :q ?x } }",
     "top-k": "SELECT ?s ?o WHERE { STREAM <S> [RANGE 6ms] { ?s :p ?o } } ORDER BY DESC(?o) LIMIT 3",
     "optional": "SELECT ?s ?o ?x WHERE { STREAM <S> [RANGE 5ms] { ?s :p ?o } OPTIONAL { STREAM <S> [RANGE 2ms] { ?s :q ?x } } }",
@@ -129,6 +134,43 @@ def test_conference_queries_with_static_data(query):
     assert any(line.get("triples") or line.get("results", {}).get("bindings") for line in lines)
 
 
+STATIC_KEYED = {
+    "cache with the key": "SELECT ?person ?name (COUNT(?loc) AS ?n) WHERE { STREAM <R> [RANGE 3s] { ?person lv:detectedAt ?loc } "
+    "?person foaf:name ?name } GROUP BY ?person ?name",
+    "cache without the key": "SELECT ?person (GROUP_CONCAT(?room) AS ?rooms) WHERE { STREAM <R> [RANGE 2s] { ?person lv:detectedAt ?loc } "
+    "GRAPH lv: { ?loc lv:name ?room } } GROUP BY ?person",
+    "not exists": "SELECT ?person (COUNT(?loc) AS ?n) WHERE { STREAM <R> [RANGE 2s] { ?person lv:detectedAt ?loc } "
+    "FILTER NOT EXISTS { ?paper dc:creator ?person } } GROUP BY ?person",
+    "optional": "SELECT ?person (COUNT(?paper) AS ?papers) WHERE { STREAM <R> [RANGE 2s] { ?person lv:detectedAt ?loc } "
+    "OPTIONAL { ?paper dc:creator ?person } } GROUP BY ?person",
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATIC_KEYED))
+def test_large_caches_cut_by_partition_give_the_engines_answers(name):
+    """A cache too large to ship reaches each partition as the rows it needs (the owner of the
+    key value, every partition when the cache has no key): the same answers as one engine."""
+    query = (f"PREFIX lv: <{LV}> PREFIX foaf: <http://xmlns.com/foaf/0.1/> PREFIX dc: <http://purl.org/dc/elements/1.1/> "
+             + STATIC_KEYED[name].replace("<R>", f"<{RFID}>"))
+    rng = random.Random(5)
+    people = [f"http://deri.org/people/{person}" for person in ("alice", "bob", "carol", "dave", "erin", "frank")]
+    rooms = ["lobby", "mainHall", "corridor", "room101", "room102", "kitchen", "attic"]
+    events = [(1_000 + 300 * i, f"<{rng.choice(people)}> <{LV}detectedAt> <{LV}{rng.choice(rooms)}> .\n") for i in range(50)]
+    plan = job_plan(query, 3, r2s="RSTREAM", static_nquads=static_nquads([FLOORPLAN, CONFERENCE]))
+    assert plan.partitioned and plan.split.key.name == "person"
+    rows, large = record_caches(plan.partition_algebra, plan.text, static_store(plan), LocalCacheEngine())
+    assert rows and not large
+    cut = shards(plan, rows)
+    keyed = [key for key in rows if "person" in key[1]]
+    for key in keyed:  # each row of a cache with the key goes to one partition
+        assert sum(len(shard[key]) for shard in cut) == len(rows[key]) and all(len(shard[key]) < len(rows[key]) for shard in cut)
+    assert bool(keyed) == (name != "cache without the key")
+    batches = files(events, [17, 33], RFID)
+    got = run_locally(plan, batches, large=rows)
+    expected = single_process_lines(plan, [line for batch in batches for line in batch])
+    assert comparable(got, plan.ordered) == comparable(expected, plan.ordered)
+
+
 def test_a_line_that_is_no_event_is_kept_as_rejected():
     plan = job_plan(text(KEYED["count by key"]), 2)
     good = json.dumps({"stream": S, "time": 5, "data": f"<http://ex.org/s1> <http://ex.org/p> {INTEGER % 1} ."})
@@ -140,8 +182,9 @@ def test_a_line_that_is_no_event_is_kept_as_rejected():
 
 
 def test_late_events_are_refused_and_held_ones_released_in_order():
-    """With LATENESS 3 ms an event up to 3 ms behind a stream's latest time of an earlier
-    micro-batch waits and enters in time order; one further behind is reported as late."""
+    """With LATENESS 3 ms the watermark (Spark's: the latest time of the earlier micro-batches
+    minus 3 ms) refuses an event older than it, reported as late; newer events wait until the
+    watermark after their batch passes them and enter in time order."""
     query = text("SELECT ?s ?o WHERE { STREAM <S> [RANGE 10ms LATENESS 3ms] { ?s :p ?o } }")
     event = lambda t, s: json.dumps({"stream": S, "time": t, "data": f"<http://ex.org/s{s}> <http://ex.org/p> {INTEGER % t} ."})  # noqa: E731
     first = [(event(10, 1), "a", 1), (event(12, 2), "a", 2)]
@@ -152,3 +195,22 @@ def test_late_events_are_refused_and_held_ones_released_in_order():
     late = [line["late"] for line in lines if "late" in line]
     assert late == [{"stream": S, "time": 5, "file": "b", "line": 2, "watermark": 9}]
     assert [line["time"] for line in lines if "late" not in line] == [10, 11, 12]  # 20 waits for a later watermark
+
+
+def test_one_watermark_for_all_streams_and_no_time_before_1970():
+    """Spark's watermark is one for the query's streams: an event of one stream older than the
+    other stream's latest time of an earlier batch (minus the lateness) is late. A time before
+    1970 is refused with its line, since that watermark counts from the epoch."""
+    t = "http://ex.org/t"
+    query = PREFIX + f"SELECT ?s ?o WHERE {{ STREAM <{S}> [RANGE 10ms] {{ ?s :p ?o }} STREAM <{t}> [RANGE 10ms] {{ ?s :q ?o }} }}"
+    def event(stream: str, time: int) -> str:
+        predicate = "p" if stream == S else "q"
+        return json.dumps({"stream": stream, "time": time, "data": f"<http://ex.org/s1> <http://ex.org/{predicate}> {INTEGER % 1} ."})
+
+    plan = job_plan(query, 2)
+    second = [(event(t, 19), "b", 1), (event(t, 20), "b", 2), (event(S, -5), "b", 3)]
+    lines = [json.loads(line) for line in run_locally(plan, [[(event(S, 20), "a", 1)], second])]
+    assert [line["late"]["time"] for line in lines if "late" in line] == [19]
+    assert [(line["rejected"]["line"], "before 1970" in line["rejected"]["error"]) for line in lines if "rejected" in line] == [(3, True)]
+    emissions = [line for line in lines if "query" in line]  # ISTREAM: the join's row once t@20 enters
+    assert [(line["time"], len(line["results"]["bindings"])) for line in emissions] == [(20, 1)]
