@@ -144,7 +144,8 @@ def run_job(
     picking up new files). ``session``: an existing SparkSession (else one on ``master``, default
     ``CQELS_SPARK_MASTER`` or ``local[*]``). ``partitions`` defaults to Spark's default
     parallelism; ``checkpoint`` to a fresh directory (no restart). ``static``: RDF files loaded as
-    the static store of every partition (their named graphs kept; triples go to the default graph).
+    the static data (their named graphs kept; triples go to the default graph), from which the Spark
+    cache job builds the caches the partitions read.
     ``kafka``: ``(bootstrap servers, topic)`` to read the events from a Kafka topic instead (each
     record's value one line; the cluster needs Spark's Kafka connector, docs/SCALING.md), from its
     earliest offsets; ``events`` is then ignored. ``inline_cache_rows``: a static cache of more
@@ -179,7 +180,8 @@ def run_job(
         large: dict = {}
         if static_text:
             shipped, large = build_caches(plan.partition_algebra, plan.text, static_store(plan), session, inline_cache_rows)
-            plan = replace(plan, caches=shipped)
+            # A partition's engine reads static data through its caches alone: the graphs stay here.
+            plan = replace(plan, caches=shipped, static_nquads="")
         checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
         job_id = str(checkpoint.resolve())
         report = JobReport(describe(plan) | {"caches": {"shipped": len(plan.caches), "joined": len(large)}})

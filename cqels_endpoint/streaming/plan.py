@@ -38,7 +38,9 @@ class JobPlan:
     partitions: int
     lateness_ms: int = 0
     stream_base: str = DEFAULT_STREAM_BASE
-    static_nquads: str = field(default="", repr=False)  # the static graphs every partition reads
+    # The static graphs: the caches are built from them (on the driver by the Spark cache job, which
+    # then ships the caches, not the graphs; in each partition when the plan carries no caches).
+    static_nquads: str = field(default="", repr=False)
     # The static caches of ``partition_algebra`` built on the driver (streaming/caches.py), by cache key.
     caches: dict = field(default_factory=dict, repr=False, compare=False)
 
