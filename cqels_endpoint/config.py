@@ -16,6 +16,7 @@ field                    flag                       environment                 
 ``demo``                 ``--demo``                 ``CQELS_DEMO``                 off
 ``cache_engine``         ``--cache-engine``         ``CQELS_CACHE_ENGINE``         ``spark`` (or ``local``)
 ``spark_master``         ``--spark-master``         ``CQELS_SPARK_MASTER``         none (``local[*]``)
+``spark_parquet_rows``   ``--spark-parquet-rows``   ``CQELS_SPARK_PARQUET_ROWS``   500000 (0: always collect)
 ``rebuild_debounce_ms``  ``--rebuild-debounce-ms``  ``CQELS_REBUILD_DEBOUNCE_MS``  200 ms
 ``stream_base``          ``--stream-base``          ``CQELS_STREAM_BASE``          ``urn:cqels:stream:``
 ``lateness_ms``          ``--lateness-ms``          ``CQELS_LATENESS_MS``          0 ms (no event may be late)
@@ -35,7 +36,12 @@ field                    flag                       environment                 
 ``cache_engine`` computes the cached static sub-patterns of registered queries: ``spark`` on one
 long-lived SparkSession (``spark_master``; started in the background when the server starts),
 ``local`` with pyoxigraph in the server process, for small deployments. A burst of store changes
-rebuilds the caches it touches once, ``rebuild_debounce_ms`` after the last change.
+rebuilds the caches it touches once, ``rebuild_debounce_ms`` after the last change. A Spark build of
+more than ``spark_parquet_rows`` rows is written as Parquet and read back in parts rather than
+collected to the driver (0: every build is collected); unless ``memory``, its Parquet files and the
+snapshots its jobs read are kept under ``data_dir`` (``spark-caches/``, ``spark-snapshots/``), else
+in a temporary directory (``spark.job.SparkCacheEngine``); those a killed server left behind are
+removed by the next build (``spark.export.work_directory``).
 
 ``lateness_ms`` is the lateness L of docs/ARCHITECTURE.md, "Windows and time": events up to that
 much older than their stream's latest one are buffered and released in timestamp order once the
@@ -83,6 +89,7 @@ DEFAULT_MAX_BODY_MB = 64.0
 CACHE_ENGINES = ("spark", "local")
 DEFAULT_CACHE_ENGINE = "spark"
 DEFAULT_REBUILD_DEBOUNCE_MS = 200
+DEFAULT_SPARK_PARQUET_ROWS = 500_000  # also SparkCacheEngine's default (spark.job.PARQUET_ROWS)
 DEFAULT_STREAM_BASE = "urn:cqels:stream:"
 # A scheme, then no spaces, controls or <>"{}|^`\ : what an IRI in N-Triples may hold.
 _ABSOLUTE_IRI = re.compile(r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*\Z')
@@ -112,6 +119,7 @@ class ServerConfig:
     demo: bool = False  # load examples/data into an empty store at start
     cache_engine: str = DEFAULT_CACHE_ENGINE  # what computes the static caches: "spark" or "local"
     spark_master: str | None = None  # None: CQELS_SPARK_MASTER, else local[*]
+    spark_parquet_rows: int = DEFAULT_SPARK_PARQUET_ROWS  # larger Spark builds go through Parquet; 0: never
     rebuild_debounce_ms: int = DEFAULT_REBUILD_DEBOUNCE_MS  # quiet time after a change before a rebuild
     stream_base: str = DEFAULT_STREAM_BASE  # the IRI a short stream name is appended to
     lateness_ms: int = 0  # how late (behind its stream's latest event) an event may arrive
@@ -152,10 +160,11 @@ class ServerConfig:
         for field_name, minimum in (
             ("threads", 1), ("replay_buffer", 0), ("subscriber_queue", 1), ("lateness_ms", 0),
             ("max_future_ms", 0),
-            ("max_window_triples", 0), ("max_tick_rows", 0),
+            ("max_window_triples", 0), ("max_tick_rows", 0), ("spark_parquet_rows", 0),
         ):
-            if getattr(self, field_name) < minimum:
-                msg = f"{field_name} must be an integer of at least {minimum}, not {getattr(self, field_name)}"
+            value = getattr(self, field_name)
+            if not isinstance(value, int) or value < minimum:
+                msg = f"{field_name} must be an integer of at least {minimum}, not {value!r}"
                 raise ValueError(msg)
         if self.limit_action not in LIMIT_ACTIONS:
             msg = f"unknown limit action {self.limit_action!r}; use {' or '.join(LIMIT_ACTIONS)}"

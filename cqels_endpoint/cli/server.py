@@ -19,6 +19,7 @@ def add_serve(commands) -> None:
         DEFAULT_PORT,
         DEFAULT_QUERY_TIMEOUT,
         DEFAULT_REBUILD_DEBOUNCE_MS,
+        DEFAULT_SPARK_PARQUET_ROWS,
     )
 
     serve = commands.add_parser(
@@ -65,6 +66,11 @@ def add_serve(commands) -> None:
         choices=CACHE_ENGINES, default=DEFAULT_CACHE_ENGINE,
     )
     option(serve, "--spark-master", "the Spark cluster of --cache-engine spark (default: local[*])", metavar="URL")
+    option(
+        serve, "--spark-parquet-rows", "a --cache-engine spark build of more than this many rows is written as "
+        "Parquet under --data-dir and read back in parts instead of collected to the server (0: always collected)",
+        type=int, default=DEFAULT_SPARK_PARQUET_ROWS, metavar="N",
+    )
     option(
         serve, "--rebuild-debounce-ms", "rebuild a static cache this long after the last change of its graphs",
         type=int, default=DEFAULT_REBUILD_DEBOUNCE_MS, metavar="MS",

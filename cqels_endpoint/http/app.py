@@ -36,8 +36,9 @@ from cqels_endpoint.static_store import StaticStore
 def create_app(store: StaticStore, config: ServerConfig | None = None, engine: Engine | None = None) -> Flask:
     """A WSGI app serving ``store``; the caller owns the store and closes it.
 
-    Without ``engine`` the app builds its own over ``store``, with the cache engine and rebuild
-    debounce of ``config``; ``endpoint(app).close()`` closes it again. The Spark session of a
+    Without ``engine`` the app builds its own over ``store``, with the cache engine (and its Spark
+    Parquet threshold, its files under ``data_dir``) and rebuild debounce of ``config``;
+    ``endpoint(app).close()`` closes it again. The Spark session of a
     ``spark`` cache engine is not started here (``endpoint(app).start()`` does, in the background):
     an app built only to answer one-shot queries never starts a JVM.
     """
@@ -70,7 +71,11 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
 def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -> Endpoint:
     if engine is not None:
         return Endpoint(store, config, engine, owns_engine=False)
-    caches = cache_engine(config.cache_engine, config.spark_master, start=False)
+    # Spark's Parquet builds and snapshots go under the data directory (a temporary one in memory mode).
+    caches = cache_engine(
+        config.cache_engine, config.spark_master, start=False, data_dir=config.store_path,
+        parquet_rows=config.spark_parquet_rows or None,  # 0: always collected
+    )
     limits = Limits(config.max_window_triples or None, config.max_tick_rows or None, config.limit_action)
     engine = Engine(
         store,

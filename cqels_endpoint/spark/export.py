@@ -22,6 +22,7 @@ the next free id, and the dictionary is no longer ``stable`` (its rows no longer
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -106,14 +107,43 @@ class Snapshot:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def work_directory(data_dir: str | Path | None, folder: str, prefix: str) -> Path:
+    """A new directory for one build's files: under ``data_dir/folder`` (a temporary directory
+    without ``data_dir``), named after this process, so that the leftovers of a process killed in
+    the middle of a build can be told from the files of a live one (``remove_leftovers``)."""
+    parent = None
+    if data_dir is not None:
+        parent = Path(data_dir) / folder
+        parent.mkdir(parents=True, exist_ok=True)
+        remove_leftovers(parent, prefix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}-{os.getpid()}-", dir=parent))
+
+
+def remove_leftovers(parent: Path, prefix: str) -> list[Path]:
+    """Removes the ``work_directory``s in ``parent`` whose process is gone; returns them."""
+    removed = []
+    for path in parent.glob(f"{prefix}-*-*"):
+        pid = path.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
 def export_snapshot(static, pattern: n.Pattern, query: n.AlgebraQuery, data_dir: str | Path | None = None) -> Snapshot:
     """Write the graphs ``pattern`` reads (within ``query``'s dataset) from ``static`` as Parquet."""
     reads = graphs_read(pattern, query)
-    parent = None
-    if data_dir is not None:
-        parent = Path(data_dir) / "spark-snapshots"
-        parent.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix="snapshot-", dir=parent))
+    directory = work_directory(data_dir, "spark-snapshots", "snapshot")
     dictionary = SnapshotDictionary()
     encode = dictionary.encode
     columns: tuple[list[int], ...] = ([], [], [], [])

@@ -39,7 +39,6 @@ from __future__ import annotations
 import itertools
 import logging
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,12 +55,13 @@ from cqels_endpoint.caches.engines import (
     StaticSource,
     compute_cache,
 )
+from cqels_endpoint.config import DEFAULT_SPARK_PARQUET_ROWS
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.functions import CASTS
 from cqels_endpoint.runtime.functions.extensions import as_at_import
-from cqels_endpoint.spark.export import DEFAULT_GRAPH, Snapshot, export_snapshot, parse_term
+from cqels_endpoint.spark.export import DEFAULT_GRAPH, Snapshot, export_snapshot, parse_term, work_directory
 from cqels_endpoint.spark.session import SparkSessionHolder
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
@@ -85,8 +85,9 @@ class Relation:
     certain: frozenset[str]
 
 
-# Rows above which a build is written as Parquet rather than collected (``SparkCacheEngine``).
-PARQUET_ROWS = 500_000
+# Rows above which a build is written as Parquet rather than collected (``SparkCacheEngine``);
+# ``cqels serve --spark-parquet-rows`` has the same default.
+PARQUET_ROWS = DEFAULT_SPARK_PARQUET_ROWS
 
 
 class SparkCacheEngine:
@@ -144,11 +145,7 @@ class SparkCacheEngine:
             # Counted on the executors: deciding holds no row on the driver.
             if result.limit(self.parquet_rows + 1).count() <= self.parquet_rows:
                 return translator.decode(result.collect())
-            parent = None
-            if self.data_dir is not None:
-                parent = Path(self.data_dir) / "spark-caches"
-                parent.mkdir(parents=True, exist_ok=True)
-            directory = Path(tempfile.mkdtemp(prefix="cache-", dir=parent))
+            directory = work_directory(self.data_dir, "spark-caches", "cache")
             try:
                 return translator.write(result, directory)
             except BaseException:
@@ -667,9 +664,17 @@ def _run_bind(expr, base_iri, names, values) -> str | None:
         return None
 
 
-def cache_engine(name: str, spark_master: str | None = None, *, start: bool = True) -> CacheEngine:
-    """The cache engine called ``name`` ("local" or "spark"); ``spark_master`` only for Spark
-    (else ``CQELS_SPARK_MASTER``, else ``local[*]``). Raises ``ValueError`` for another name.
+def cache_engine(
+    name: str,
+    spark_master: str | None = None,
+    *,
+    start: bool = True,
+    data_dir: str | Path | None = None,
+    parquet_rows: int | None = PARQUET_ROWS,
+) -> CacheEngine:
+    """The cache engine called ``name`` ("local" or "spark"); ``spark_master``, ``data_dir`` and
+    ``parquet_rows`` only for Spark (``SparkCacheEngine``; the master else ``CQELS_SPARK_MASTER``,
+    else ``local[*]``). Raises ``ValueError`` for another name.
 
     ``start`` begins starting the SparkSession in the background at once; without it the session
     starts with ``engine.session_holder.start()`` or the first build (the server starts it when it
@@ -677,9 +682,9 @@ def cache_engine(name: str, spark_master: str | None = None, *, start: bool = Tr
     if name == "local":
         return LocalCacheEngine()
     if name == "spark":
-        holder = SparkSessionHolder(master=spark_master)
-        if start:
-            holder.start()
-        return SparkCacheEngine(holder)
+        engine = SparkCacheEngine(SparkSessionHolder(master=spark_master), data_dir, parquet_rows=parquet_rows)
+        if start:  # after SparkCacheEngine checked parquet_rows: a refused one starts no JVM
+            engine.session_holder.start()
+        return engine
     msg = f"cache engine must be one of {', '.join(CACHE_ENGINES)}, not {name!r}"
     raise ValueError(msg)

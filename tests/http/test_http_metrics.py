@@ -263,6 +263,9 @@ def test_a_spark_app_starts_no_session_until_the_server_starts() -> None:
         ({"cache_engine": "hadoop"}, "unknown cache engine 'hadoop'"),
         ({"spark_master": " "}, "Spark master URL is empty"),
         ({"rebuild_debounce_ms": -1}, "non-negative"),
+        ({"spark_parquet_rows": -1}, "spark_parquet_rows must be an integer of at least 0, not -1"),
+        ({"spark_parquet_rows": 1.5}, "spark_parquet_rows must be an integer of at least 0, not 1.5"),
+        ({"spark_parquet_rows": "100"}, "spark_parquet_rows must be an integer of at least 0, not '100'"),
     ],
 )
 def test_bad_cache_settings_are_refused(fields: dict, message: str) -> None:
@@ -284,3 +287,53 @@ def test_serve_flags_and_their_environment_twins(monkeypatch) -> None:
     assert (args.cache_engine, args.rebuild_debounce_ms) == ("spark", 7)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--cache-engine", "hadoop"])
+
+
+def test_the_spark_parquet_rows_flag_and_its_environment_twin(monkeypatch, capsys) -> None:
+    from cqels_endpoint.cli import build_parser, main
+
+    assert build_parser().parse_args(["serve"]).spark_parquet_rows == 500_000
+    monkeypatch.setenv("CQELS_SPARK_PARQUET_ROWS", "1000")
+    assert build_parser().parse_args(["serve"]).spark_parquet_rows == 1000
+    assert build_parser().parse_args(["serve", "--spark-parquet-rows", "0"]).spark_parquet_rows == 0  # the flag wins
+    # A negative count is refused by ServerConfig before anything starts: a message and exit 2.
+    assert main(["serve", "--memory", "--spark-parquet-rows", "-1"]) == 2
+    assert "cqels serve: spark_parquet_rows must be an integer of at least 0, not -1" in capsys.readouterr().err
+    # Not an integer, from the flag or the environment: argparse's usage error, exit 2.
+    for argv, value in ((["serve", "--spark-parquet-rows", "1e6"], "1000"), (["serve"], "lots")):
+        monkeypatch.setenv("CQELS_SPARK_PARQUET_ROWS", value)
+        with pytest.raises(SystemExit) as stopped:
+            build_parser().parse_args(argv)
+        assert stopped.value.code == 2
+        assert "--spark-parquet-rows: invalid int value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("memory", "setting", "parquet_rows"), [(False, 1000, 1000), (True, 0, None), (True, None, 500_000)],
+)
+def test_the_app_gives_its_spark_engine_the_data_dir_and_parquet_rows(tmp_path, memory, setting, parquet_rows) -> None:
+    from cqels_endpoint.spark.job import SparkCacheEngine
+
+    settings = {} if setting is None else {"spark_parquet_rows": setting}
+    config = ServerConfig(data_dir=tmp_path, memory=memory, **settings)
+    with StaticStore(config.store_path) as store:
+        context = endpoint(create_app(store, config))
+        try:
+            caches = context.engine.caches.engine
+            assert isinstance(caches, SparkCacheEngine) and caches.session_holder is context.spark
+            # In memory mode nothing goes to the (unused) data directory: the builds take a temporary one.
+            assert (caches.data_dir, caches.parquet_rows) == (None if memory else tmp_path, parquet_rows)
+            assert context.spark._thread is None  # wiring only: no session started
+        finally:
+            context.close()
+
+
+def test_cache_engine_passes_data_dir_and_parquet_rows_to_spark(tmp_path) -> None:
+    from cqels_endpoint.spark import cache_engine
+
+    caches = cache_engine("spark", "local[1]", start=False, data_dir=tmp_path, parquet_rows=None)
+    assert (caches.data_dir, caches.parquet_rows, caches.session_holder.master) == (tmp_path, None, "local[1]")
+    assert cache_engine("local", data_dir=tmp_path, parquet_rows=5).name == "local"  # Spark's settings only
+    # Refused before the session would start in the background (start=True).
+    with pytest.raises(ValueError, match="parquet_rows must be ≥ 0 or None, not -1"):
+        cache_engine("spark", parquet_rows=-1)
