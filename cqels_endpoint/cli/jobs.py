@@ -31,8 +31,9 @@ def add_spark_job(commands) -> None:
            metavar="N")
     job.add_argument("--static", action="append", default=[], metavar="FILE",
                      help="an RDF file of static data every partition reads (repeatable)")
-    option(job, "--inline-cache-rows", "a static cache of more rows is joined as a DataFrame, each partition getting "
-           "its rows, not shipped whole with the plan (default 500000)", type=int, metavar="N")
+    option(job, "--inline-cache-rows", "a static cache of more rows never reaches the driver: it is joined as a DataFrame, "
+           "each partition getting its rows (default 10000; smaller ones are shipped with the plan, up to 256 KiB)",
+           type=int, metavar="N")
     option(job, "--stream", "the stream of lines that name none (timestamped N-Triples, NDJSON without \"stream\")",
            metavar="IRI")
     option(job, "--max-files-per-trigger", "files per micro-batch (default: every new file)", type=int, metavar="N")

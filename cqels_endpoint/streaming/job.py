@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import time as _time
 import urllib.error
 import urllib.request
@@ -45,11 +46,11 @@ import pandas as pd
 import pyoxigraph as ox
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+from cqels_endpoint.caches.engines import ParquetRows
 from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.errors import ArgumentError, SparkUnavailableError
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.runtime.encoding import decode_inline
-from cqels_endpoint.spark.job import PARQUET_ROWS
 from cqels_endpoint.spark.session import build_session, resolve_master, spark_running
 from cqels_endpoint.streaming.caches import build_caches, shard_rows
 from cqels_endpoint.streaming.plan import JobPlan, job_plan
@@ -75,6 +76,12 @@ _EVENT = "time long, file string, line long, stream string, data string, pending
 _PARTITION_META = "version long, clock long, origin long"
 _GLOBAL_META = "version long, time long"
 _RELATION = "row string, count long"
+# The caches a job ships with its plan, at most (pickled): the partitions' processor must stay below
+# spark.broadcast.UDFCompressionThreshold (1 MiB), since the Python runner of transformWithStateInPandas
+# cannot load a broadcast command (PySpark 4.3: BROADCAST_VARIABLE_NOT_LOADED). Larger caches are joined.
+SHIPPED_CACHE_BYTES = 256 * 1024
+# A cache of more rows is left in the cache job's Parquet, never collected on the driver.
+INLINE_CACHE_ROWS = 10_000
 # A row of a large cache on its way to a partition (null: the cache's mark, sent to every partition).
 _SHARD = "part long, cache string, row string"
 _CACHE_ROW = "cache string, row string"
@@ -136,7 +143,7 @@ def run_job(
     until_done: bool = True,
     trigger_ms: int | None = None,
     kafka: tuple[str, str] | None = None,
-    inline_cache_rows: int | None = PARQUET_ROWS,
+    inline_cache_rows: int | None = INLINE_CACHE_ROWS,
 ) -> JobReport:
     """Runs ``query`` over the event files in ``events`` (see the module docstring).
 
@@ -149,8 +156,9 @@ def run_job(
     ``kafka``: ``(bootstrap servers, topic)`` to read the events from a Kafka topic instead (each
     record's value one line; the cluster needs Spark's Kafka connector, docs/SCALING.md), from its
     earliest offsets; ``events`` is then ignored. ``inline_cache_rows``: a static cache of more
-    rows is not shipped with the plan but joined as a DataFrame, each partition getting the rows
-    it needs (``streaming.caches``; None: every cache shipped).
+    rows never reaches the driver: it is joined as a DataFrame, each partition getting the rows it
+    needs (``streaming.caches``; None: every cache collected). The collected ones are shipped with
+    the plan while they fit ``SHIPPED_CACHE_BYTES``, and joined from the driver's rows otherwise.
     """
     if inline_cache_rows is not None and inline_cache_rows < 0:
         msg = f"inline_cache_rows must be ≥ 0 or None, not {inline_cache_rows}"
@@ -179,7 +187,7 @@ def run_job(
         plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
         large: dict = {}
         if static_text:
-            shipped, large = build_caches(plan.partition_algebra, plan.text, static_store(plan), session, inline_cache_rows)
+            shipped, large = _within_budget(*build_caches(plan.partition_algebra, plan.text, static_store(plan), session, inline_cache_rows))
             # A partition's engine reads static data through its caches alone: the graphs stay here.
             plan = replace(plan, caches=shipped, static_nquads="")
         checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
@@ -214,6 +222,19 @@ def run_job(
     if sink == "file":
         report.emissions = len(committed_lines(output))
     return report
+
+
+def _within_budget(shipped: dict, large: dict) -> tuple[dict, dict]:
+    """The collected caches to ship (the smallest, up to ``SHIPPED_CACHE_BYTES`` in all) and the
+    caches to join as DataFrames (the others, with ``large``)."""
+    sizes = sorted((len(pickle.dumps(rows)), key) for key, rows in shipped.items())
+    kept, total = {}, 0
+    for size, key in sizes:
+        if total + size > SHIPPED_CACHE_BYTES:
+            large = {**large, key: shipped[key]}
+            continue
+        kept[key], total = shipped[key], total + size
+    return kept, large
 
 
 def _check_runnable(plan: JobPlan, sink: str) -> None:
@@ -273,40 +294,51 @@ def _kafka_lines(session, servers: str, topic: str):
 
 
 def _cache_shards(session, plan: JobPlan, large: dict):
-    """The large caches' rows as a DataFrame of ``_SHARD``: the Parquet the cache job wrote, its
-    term ids joined with the terms, each row for every partition that needs it, and a mark of
-    each cache for every partition (whose shard may be empty)."""
+    """The large caches' rows as a DataFrame of ``_SHARD``: each row (N-Triples forms) for every
+    partition that needs it, and a mark of each cache for every partition (whose shard may be
+    empty). A cache the Spark cache job left in Parquet is read there, its term ids joined with
+    their terms (inline ids, which have none, decoded by the sharder); one the driver holds (too
+    large to ship) becomes a DataFrame of its rows."""
     from pyspark.sql import functions as sf
 
     frame = session.createDataFrame([(part, json.dumps(key), None) for key in large for part in range(plan.tasks)], _SHARD)
     for key, rows in large.items():
-        ids = session.read.parquet(str(rows.directory / "rows"))
-        terms = session.read.parquet(str(rows.directory / "terms"))
-        texts = ids
-        for i, column in enumerate(ids.columns):
-            named = terms.select(sf.col("id").alias(f"id{i}"), sf.col("term").alias(f"term{i}"))
-            texts = texts.join(named, texts[column] == named[f"id{i}"], "left").drop(f"id{i}")
-        frame = frame.unionByName(texts.mapInPandas(_Sharder(plan, key, len(ids.columns)), _SHARD))
+        width = len(key[1])
+        columns = ", ".join(f"id{i} string, term{i} string" for i in range(width))
+        if isinstance(rows, ParquetRows):
+            texts = session.read.parquet(str(rows.directory / "rows"))
+            terms = session.read.parquet(str(rows.directory / "terms"))
+            for i, column in enumerate(list(texts.columns)):
+                named = terms.select(sf.col("id").alias(f"known{i}"), sf.col("term").alias(f"term{i}"))
+                texts = texts.join(named, texts[column] == named[f"known{i}"], "left").drop(f"known{i}")
+                texts = texts.withColumn(f"id{i}", sf.col(column).cast("string")).drop(column)
+            texts = texts.select(*(name for i in range(width) for name in (f"id{i}", f"term{i}")))
+        else:
+            texts = session.createDataFrame([[value for text in row for value in (None, text)] for row in rows], columns)
+        frame = frame.unionByName(texts.mapInPandas(_Sharder(plan, key, width), _SHARD))
     return frame
 
 
 class _Sharder:
-    """The rows of one large cache (id columns, then their terms' text) as ``(partition, cache,
-    row)`` for every partition each goes to (``streaming.caches.shard_rows``)."""
+    """The rows of one large cache as ``(partition, cache, row)`` for every partition each goes to
+    (``streaming.caches.shard_rows``). A value comes as its term id (a string: a 64-bit id has no
+    exact float) and its N-Triples text, the text missing for an inline id, which decodes alone."""
 
     def __init__(self, plan: JobPlan, key: tuple, width: int):
         self.plan, self.key, self.width = plan, key, width
         self.name = json.dumps(key)
 
     def __call__(self, frames):
-        width = self.width
         for frame in frames:
-            rows = [
-                tuple(None if pd.isna(ids[i]) else str(decode_inline(int(ids[i]))) if ids[i] < 0 else ids[width + i] for i in range(width))
-                for ids in frame.itertuples(index=False, name=None)
-            ]
+            rows = [tuple(_text(values[2 * i], values[2 * i + 1]) for i in range(self.width)) for values in frame.itertuples(index=False, name=None)]
             shares = [(part, self.name, json.dumps(row, ensure_ascii=False)) for part, row in shard_rows(self.plan, self.key, rows)]
             yield pd.DataFrame(shares, columns=["part", "cache", "row"])
+
+
+def _text(term_id: str | None, text: str | None) -> str | None:
+    if isinstance(text, str):
+        return text
+    return str(decode_inline(int(term_id))) if isinstance(term_id, str) else None
 
 
 def _start(session, plan: JobPlan, lines, initial, output, sink, post_url, checkpoint: Path, job_id: str, default_stream, trigger_ms):

@@ -22,6 +22,7 @@ from stored_queries import FLOORPLAN, LV, RFID
 from cqels_endpoint.cli import main
 from cqels_endpoint.cli.replay import DEBS_TRIPS
 from cqels_endpoint.errors import SparkUnavailableError
+from cqels_endpoint.streaming import job as streaming_job
 from cqels_endpoint.streaming.job import committed_lines, input_lines, run_job, static_nquads
 from cqels_endpoint.streaming.plan import job_plan
 from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines
@@ -124,10 +125,12 @@ def test_a_query_without_a_key_posts_its_triples_to_a_server(spark, tmp_path, li
     assert not any(stream["rejected"].values())
 
 
-def test_large_caches_joined_as_dataframes_give_the_engines_answers(spark, tmp_path):
-    """With ``inline_cache_rows=0`` every static cache is left in the cache job's Parquet and
-    joined as a DataFrame: each partition gets its rows as initial state (by the key, ?person,
-    for the names; all of them for the rooms, which have no key)."""
+def test_large_caches_joined_as_dataframes_give_the_engines_answers(spark, tmp_path, monkeypatch):
+    """Both ways a cache is joined as a DataFrame: the rooms (6 rows, over ``inline_cache_rows``)
+    stay in the cache job's Parquet; the names (5 rows, collected) are over the shipping budget
+    (0 here) and go from the driver's rows. Each partition gets its rows as initial state: by the
+    key, ?person, for the names; all of them for the rooms, which have no key."""
+    monkeypatch.setattr(streaming_job, "SHIPPED_CACHE_BYTES", 0)
     query = (
         f"PREFIX lv: <{LV}> PREFIX foaf: <http://xmlns.com/foaf/0.1/> SELECT ?person ?name (COUNT(?room) AS ?n) "
         f"WHERE {{ STREAM <{RFID}> [RANGE 3s] {{ ?person lv:detectedAt ?loc }} ?person foaf:name ?name GRAPH lv: {{ ?loc lv:name ?room }} }} "
@@ -140,7 +143,7 @@ def test_large_caches_joined_as_dataframes_give_the_engines_answers(spark, tmp_p
     write_files(tmp_path / "rfid", events, RFID, 2)
     static = [FLOORPLAN, ROOT / "examples" / "data" / "conference.ttl"]
     report = run_job(query, tmp_path / "rfid", output=tmp_path / "out", partitions=2, session=spark, static=static,
-                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1, r2s="RSTREAM", inline_cache_rows=0)
+                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1, r2s="RSTREAM", inline_cache_rows=5)
     assert report.plan["key"] == "?person" and report.plan["caches"] == {"shipped": 0, "joined": 2}
     lines = assert_engines_answers(query, tmp_path / "rfid", tmp_path / "out", 2, static_nquads(static), r2s="RSTREAM")
     assert any(json.loads(line)["results"]["bindings"] for line in lines)
