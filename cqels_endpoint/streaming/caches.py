@@ -1,13 +1,13 @@
 """The static caches of a Spark job, built once by the Spark cache job (``spark.job.SparkCacheEngine``).
 
-A cache of at most ``inline_rows`` rows is collected on the driver and shipped to every partition
-with the job's plan (PySpark broadcasts a task's pickled command once it is large), where
-``BroadcastCaches`` hands it to the partition's engine instead of each partition evaluating its
+A cache of at most ``inline_rows`` rows is collected on the driver; those that fit the job's
+budget are shipped to every partition with the plan (``streaming.job.SHIPPED_CACHE_BYTES``), where
+``BroadcastCaches`` hands them to the partition's engine instead of each partition evaluating its
 static sub-queries again. A larger one never reaches the driver: the cache job writes it as
-Parquet (``caches.engines.ParquetRows``) and the job joins it as a DataFrame
-(``streaming.job``): each row goes to the partitions that can use it (``row_partitions``: the
-owner of its key value when the cache has the partitioning key, every partition otherwise) and
-arrives as the partition's initial Spark state.
+Parquet (``caches.engines.ParquetRows``) and the job joins it as a DataFrame (``streaming.job``),
+as it does a collected one over the budget: each row goes to the partitions that can use it
+(``row_partitions``: the owner of its key value when the cache has the partitioning key, every
+partition otherwise) and arrives as the partition's initial Spark state.
 """
 
 from __future__ import annotations
