@@ -16,9 +16,10 @@ The streaming query has three steps (docs/SCALING.md draws them):
    query's streams, kept with the checkpoint. An event older than it is refused (a ``late``
    output line; Spark drops nothing itself, since the watermarked column does not reach the
    partitions), an event newer than the watermark this batch will leave is held in state until
-   a later batch passes it; the rest enter in time order. A live runner is kept in the Python
-   worker between micro-batches (matched to the state by a version number); any other task
-   rebuilds it from the state.
+   a later batch passes it; the rest enter in time order. The static caches come with the plan,
+   or, when large, as the partition's initial state: the rows it needs (``streaming.caches``),
+   kept in its state. A live runner is kept in the Python worker between micro-batches (matched
+   to the state by a version number); any other task rebuilds it from the state.
 3. **Global stage** (``transformWithStateInPandas`` on one key): ``stages.GlobalMerger``, whose
    state is the relation of the partitions' results. Its output lines go to the sink.
 
