@@ -174,7 +174,7 @@ def partitioning(query: n.AlgebraQuery) -> Partitioning:
             positions.setdefault(stream.stream.value, set()).update(_positions([(stream, triple)], candidate))
         fixed = {stream: tuple(sorted(found)) for stream, found in positions.items()}
         reason = f"every stream triple pattern mentions {candidate}"
-        if (candidate, candidate) in getattr(group, "keys", ()):
+        if group is not None and (candidate, candidate) in group.keys:
             # Each group lives in the partition that owns its key value: the group, HAVING and the
             # SELECT expressions are evaluated there, and their rows (which bind the key) merged.
             top, below = split_modifiers(query.pattern)

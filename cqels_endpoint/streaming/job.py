@@ -428,7 +428,7 @@ class _PartitionProcessor(_Processor):
         finds them in the state)."""
         self.shard.appendList([(cache, row) for _part, cache, row in initial.itertuples(index=False, name=None)])
 
-    def shard_rows(self) -> dict:
+    def stored_shard(self) -> dict:
         found: dict = {}
         for cache, row in self.shard.get():
             sparql, schema = json.loads(cache)
@@ -449,7 +449,7 @@ class _PartitionProcessor(_Processor):
             )
         routed = [Routed(int(p), int(t), f, int(n), s, d, k) for p, t, f, n, s, d, k in frame.itertuples(index=False, name=None)]
         watermark = timer_values.getCurrentWatermarkInMs()
-        outputs = partition_step(self.plan, int(key[0]), state, routed, self.live(), watermark, self.shard_rows)
+        outputs = partition_step(self.plan, int(key[0]), state, routed, self.live(), watermark, self.stored_shard)
         self.events.clear()
         if state.retained or state.pending:
             self.events.put([(*e, False) for e in state.retained] + [(*e, True) for e in state.pending])
