@@ -14,11 +14,12 @@ blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a bl
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
 one triples block was split into. ``MEDIAN(e)`` (our extension) is written as the pyoxigraph custom
 aggregate ``<MEDIAN_IRI>(e)``: the evaluator passes ``runtime.aggregates.CUSTOM_AGGREGATES`` to
-``Store.query``. Three forms are spelled so that pyoxigraph, which deviates on them, gives the spec's
+``Store.query``. Four forms are spelled so that pyoxigraph, which deviates on them, gives the spec's
 answer too: ``GROUP_CONCAT(…)`` as ``STR(GROUP_CONCAT(…))`` (a simple literal), a ``GRAPH ?g``
-whose pattern mentions ?g over a fresh graph variable (``scoped_graph``), and a ``GRAPH ?g`` over a
+whose pattern mentions ?g over a fresh graph variable (``scoped_graph``), a ``GRAPH ?g`` over a
 VALUES, a sub-select or a MINUS graph by graph (``graph_by_graph``), when the caller gives the
-named graphs of the store the text runs on (``store_graphs``). Terms, expressions and
+named graphs of the store the text runs on (``store_graphs``), and a GRAPH holding another one
+joined with its named graphs (``graph``). Terms, expressions and
 property paths are written by the AST serializer's writers
 (``query.serialize``), so IRIs are written in full; the prologue is only the query's BASE (which
 ``IRI()`` resolves against).
@@ -153,7 +154,7 @@ class _Writer:
             case n.Graph(name, inner) if isinstance(name, Var) and _needs_scoping(name, inner):
                 return self.scoped_graph(name, inner)
             case n.Graph(name, inner):
-                return f"GRAPH {self.term(name)} {self.braced(inner)}"
+                return self.graph(self.term(name), inner)
             case n.Service(name, inner, silent):
                 return f"SERVICE {'SILENT ' if silent else ''}{self.term(name)} {self.braced(inner)}"
             case n.StreamPattern(triples=triples):
@@ -173,6 +174,19 @@ class _Writer:
                 return f"{{ {self.select(pattern)} }}"
         raise TypeError(f"not an algebra pattern: {pattern!r}")
 
+    def graph(self, name: str, inner: n.Pattern) -> str:
+        """``GRAPH name { inner }``, joined with ``GRAPH name { }`` when ``inner`` nests a GRAPH.
+
+        pyoxigraph binds the graph name only through the triple patterns read in the active graph:
+        the rows of a nested GRAPH (which does not read it) come once, with the name unbound, where
+        SPARQL (§18.6) has them once per named graph, the name bound. The join with each named
+        graph once gives SPARQL's answer in both readings.
+        """
+        block = f"GRAPH {name} {self.braced(inner)}"
+        if any(isinstance(x, (n.Graph, n.StreamPattern)) for x in walk(inner)):
+            return f"GRAPH {name} {{ }} {block}"
+        return block
+
     def scoped_graph(self, name: Var, inner: n.Pattern) -> str:
         """``GRAPH ?g { P }`` where P mentions ?g, with ?g bound only outside P as SPARQL scopes it.
 
@@ -187,7 +201,7 @@ class _Writer:
         g = self.var(name)
         return (
             f"{{ SELECT {visible} {g} WHERE {{ {{ SELECT {visible} ({g} AS {own}) {graph} WHERE "
-            f"{{ GRAPH {graph} {self.braced(inner)} }} }} FILTER (!BOUND({own}) || sameTerm({own}, {graph})) "
+            f"{{ {self.graph(graph, inner)} }} }} FILTER (!BOUND({own}) || sameTerm({own}, {graph})) "
             f"BIND ({graph} AS {g}) }} }}"
         )
 
@@ -205,7 +219,7 @@ class _Writer:
         if not self.named_graphs:
             return f"VALUES {g} {{ }}"
         return " UNION ".join(
-            f"{{ GRAPH {self.term(graph)} {self.braced(inner)} VALUES {g} {{ {self.term(graph)} }} }}"
+            f"{{ {self.graph(self.term(graph), inner)} VALUES {g} {{ {self.term(graph)} }} }}"
             for graph in self.named_graphs
         )
 

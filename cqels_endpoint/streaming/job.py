@@ -86,11 +86,18 @@ INLINE_CACHE_ROWS = 10_000
 # A row of a large cache on its way to a partition (null: the cache's mark, sent to every partition).
 _SHARD = "part long, cache string, row string"
 _CACHE_ROW = "cache string, row string"
+# Arrow holds a string column of at most 2 GiB in one array, and PySpark's conversion of a pandas
+# UDF's output needs one array per column: a larger frame fails deep in Spark ("Cannot convert
+# pyarrow.lib.ChunkedArray to pyarrow.lib.Array"; a two-stream join's changes reach that in one
+# micro-batch). Every step hands on its rows in frames of at most this much text, and Spark's Arrow
+# batches into a step are cut at the same size.
+FRAME_BYTES = 64 << 20
 _JOB_CONF = (
     "spark.sql.streaming.stateStore.providerClass",
     "spark.sql.shuffle.partitions",
     "spark.sql.files.maxPartitionBytes",
     "spark.sql.streaming.noDataMicroBatches.enabled",
+    "spark.sql.execution.arrow.maxBytesPerBatch",
 )
 
 # The live stages of this Python worker, by job: {partition or "global": (state version, stage)}.
@@ -328,12 +335,13 @@ class _Sharder:
     def __init__(self, plan: JobPlan, key: tuple, width: int):
         self.plan, self.key, self.width = plan, key, width
         self.name = json.dumps(key)
+        self.frame_bytes = FRAME_BYTES
 
     def __call__(self, frames):
         for frame in frames:
             rows = [tuple(_text(values[2 * i], values[2 * i + 1]) for i in range(self.width)) for values in frame.itertuples(index=False, name=None)]
             shares = [(part, self.name, json.dumps(row, ensure_ascii=False)) for part, row in shard_rows(self.plan, self.key, rows)]
-            yield pd.DataFrame(shares, columns=["part", "cache", "row"])
+            yield from bounded_frames(shares, ["part", "cache", "row"], self.frame_bytes)
 
 
 def _text(term_id: str | None, text: str | None) -> str | None:
@@ -351,6 +359,7 @@ def _start(session, plan: JobPlan, lines, initial, output, sink, post_url, check
     # A micro-batch without data only moves the watermark, which releases nothing the batch
     # before did not (stages.partition_step): it would cost a batch for no output.
     conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+    conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(FRAME_BYTES))
     # Read while the query runs, so not put back: the report keeps a record of every micro-batch.
     conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     # Spark keeps the event-time watermark (withWatermark, the lateness its delay) and hands it to
@@ -384,6 +393,7 @@ class _Router:
     def __init__(self, plan: JobPlan, default_stream: str | None):
         self.plan = plan
         self.default_stream = default_stream
+        self.frame_bytes = FRAME_BYTES
 
     def __call__(self, frames):
         numbers: dict[str, int] = {}  # a task reads its files whole and in order: it numbers their lines
@@ -392,7 +402,7 @@ class _Router:
                 lines = zip(frame["value"], frame["file"], (int(offset) for offset in frame["line"]))
             else:
                 lines = [(value, file, _next(numbers, file)) for value, file in zip(frame["value"], frame["file"])]
-            yield pd.DataFrame(route_lines(self.plan, lines, self.default_stream), columns=list(Routed._fields))
+            yield from bounded_frames(route_lines(self.plan, lines, self.default_stream), list(Routed._fields), self.frame_bytes)
 
 
 def _next(numbers: dict[str, int], file: str) -> int:
@@ -407,6 +417,7 @@ class _Processor(StatefulProcessor):
     def __init__(self, plan: JobPlan, job_id: str):
         self.plan = plan
         self.job_id = job_id
+        self.frame_bytes = FRAME_BYTES
 
     def live(self) -> dict:
         return _LIVE.setdefault(self.job_id, {})
@@ -455,7 +466,7 @@ class _PartitionProcessor(_Processor):
             self.events.put([(*e, False) for e in state.retained] + [(*e, True) for e in state.pending])
         # clock and origin stay null until the partition has seen an event.
         self.meta.update((state.version, state.clock, state.origin))
-        yield pd.DataFrame(outputs, columns=list(Output._fields))
+        yield from bounded_frames(outputs, list(Output._fields), self.frame_bytes)
 
 
 class _GlobalProcessor(_Processor):
@@ -479,7 +490,21 @@ class _GlobalProcessor(_Processor):
             if state.relation:
                 self.relation.put([(json.dumps(list(row), ensure_ascii=False), count) for row, count in state.relation])
         self.meta.update((state.version, state.time))
-        yield pd.DataFrame({"value": lines})
+        yield from bounded_frames([(line,) for line in lines], ["value"], self.frame_bytes)
+
+
+def bounded_frames(rows: Sequence[tuple], columns: list[str], limit: int) -> Iterator[pd.DataFrame]:
+    """``rows`` as DataFrames of ``columns`` holding at most ``limit`` characters of text each
+    (``FRAME_BYTES``; a row longer than that alone), in order; none when there are no rows."""
+    start, size = 0, 0
+    for end, row in enumerate(rows):
+        length = sum(len(value) for value in row if isinstance(value, str))
+        if size + length > limit and end > start:
+            yield pd.DataFrame(rows[start:end], columns=columns)
+            start, size = end, 0
+        size += length
+    if start < len(rows):
+        yield pd.DataFrame(rows[start:], columns=columns)
 
 
 def _print_lines(frame, batch_id: int) -> None:

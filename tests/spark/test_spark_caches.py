@@ -82,6 +82,25 @@ def test_a_triple_in_two_from_graphs_counts_as_pyoxigraph_counts_it(engine) -> N
     assert len(assert_same(engine, query, cache, store).rows) == 2
 
 
+def test_a_graph_nested_in_a_graph_reads_every_named_graph(engine) -> None:
+    # A newcomer's seed of the random test below: GRAPH ?g { GRAPH ?g { P } } over a quad in the
+    # default graph and in g0. pyoxigraph read the text of the local build (GRAPH ?__graph0 { GRAPH
+    # ?g { P } }, the scoping rewrite) without binding ?__graph0, so the local build had no row.
+    # SPARQL (§18.6): the inner GRAPH does not read the outer active graph; one row, g0's.
+    quad = ("<http://example.org/n0>", "<http://example.org/p0>", "<http://example.org/n0>")
+    store = store_of([(*quad, None), (*quad, None), (*quad, GRAPHS[0])])
+    query, (cache,) = caches(
+        f"SELECT * WHERE {{ STREAM <{EX}s> [RANGE 1s] {{ ?a <{EX}q> ?z }} {{ GRAPH ?g {{ GRAPH ?g {{ ?a <{EX}p0> ?b . }} }} }} }}"
+    )
+    assert len(assert_same(engine, query, cache, store).rows) == 1
+    # Two named graphs, outer and inner names apart: each pair of graphs once.
+    store.add(ox.Quad(*(ox.NamedNode(term[1:-1]) for term in quad), ox.NamedNode(GRAPHS[1][1:-1])))
+    query, (cache,) = caches(
+        f"SELECT * WHERE {{ STREAM <{EX}s> [RANGE 1s] {{ ?a <{EX}q> ?z }} GRAPH ?h {{ GRAPH ?g {{ ?a <{EX}p0> ?b . }} }} }}"
+    )
+    assert len(assert_same(engine, query, cache, store).rows) == 4
+
+
 def test_a_function_registered_in_this_process_is_evaluated_on_the_driver(engine) -> None:
     # Spark's Python workers import the built-in functions only: a cache calling a registered one
     # runs on the driver, one calling a built-in stays on Spark; both equal the local engine.
