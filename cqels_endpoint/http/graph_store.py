@@ -4,6 +4,8 @@ A graph is named indirectly, ``/store?graph=IRI`` or ``/store?default`` (exactly
 directly: ``/store/any/path`` *is* the graph whose IRI is that request URL. Verbs:
 
 - GET / HEAD: 200 with the graph in the negotiated RDF format; 404 for a missing named graph.
+  The bare ``/store`` is the whole dataset in N-Quads or TriG (as Oxigraph server serves it),
+  its ETag the store version it holds.
 - PUT: replace; 201 Created for a new graph, 204 when it replaced one.
 - POST: merge; 201 for a new graph, 204 when it added to one. POST to ``/store`` itself creates
   a new graph under ``/store/`` and answers 201 with its IRI in ``Location`` (GSP §5.5) — except
@@ -29,7 +31,7 @@ from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.errors import bad_request, not_found
 from cqels_endpoint.http.negotiation import negotiated
 from cqels_endpoint.http.params import base_iri, check_utf8_charset, resolve_iri, single, url_params
-from cqels_endpoint.static_store import GRAPH_FORMATS, RDF_INPUT_MEDIA_TYPES, StaticStore
+from cqels_endpoint.static_store import DATASET_FORMATS, GRAPH_FORMATS, RDF_INPUT_MEDIA_TYPES, StaticStore
 from cqels_endpoint.static_store.formats import is_dataset_format
 
 blueprint = Blueprint("graph_store", __name__)
@@ -89,9 +91,15 @@ def _require(target: _Target | None) -> _Target:
 
 
 def _get(target: _Target | None) -> Response:
-    target = _require(target)
-    fmt = negotiated(GRAPH_FORMATS, single(url_params(), "format", "give one"))
     store = endpoint().store
+    if target is None:  # the whole dataset, as Oxigraph server serves it
+        fmt = negotiated(DATASET_FORMATS, single(url_params(), "format", "give one"))
+        version, body = store.dump(fmt.media_type)
+        response = Response(body, content_type=fmt.content_type)
+        response.set_etag(f"v{version}")
+        response.vary.add("Accept")
+        return response
+    fmt = negotiated(GRAPH_FORMATS, single(url_params(), "format", "give one"))
     if target.named and not store.has_graph(target.graph):
         abort(not_found(f"no {target.describe()} in the store"))
     response = Response(store.get_graph(target.graph, fmt.media_type), content_type=fmt.content_type)

@@ -12,6 +12,7 @@ True
 from cqels_endpoint.static_store.convert import DEFAULT_GRAPH
 from cqels_endpoint.static_store.events import ChangeEvent, GraphChange
 from cqels_endpoint.static_store.formats import (
+    DATASET_FORMATS,
     GRAPH_FORMATS,
     GRAPH_MEDIA_TYPES,
     RDF_INPUT_MEDIA_TYPES,
@@ -23,6 +24,7 @@ from cqels_endpoint.static_store.results import QueryResult
 from cqels_endpoint.static_store.store import StaticStore
 
 __all__ = [
+    "DATASET_FORMATS",
     "DEFAULT_GRAPH",
     "GRAPH_FORMATS",
     "GRAPH_MEDIA_TYPES",

@@ -67,6 +67,8 @@ RDF_FORMATS: tuple[MediaFormat, ...] = (
 #: The RDF syntaxes a graph (CONSTRUCT/DESCRIBE result, GSP GET) is written in, the preferred first.
 #: N3 is readable but not offered for writing: Turtle is its subset and every client reads Turtle.
 GRAPH_FORMATS: tuple[MediaFormat, ...] = tuple(f for f in RDF_FORMATS if f.syntax != ox.RdfFormat.N3)
+#: The syntaxes a whole dataset is served in (graph names kept), the preferred first.
+DATASET_FORMATS: tuple[MediaFormat, ...] = tuple(f for f in RDF_FORMATS if f.syntax in (ox.RdfFormat.N_QUADS, ox.RdfFormat.TRIG))
 
 #: The syntaxes of SELECT/ASK results, the preferred first.
 RESULTS_FORMATS: tuple[MediaFormat, ...] = (

@@ -187,6 +187,12 @@ class StaticStore:
             raise GraphNotFound(f"the store has no graph <{graph}>")
         return serialize_graph(self._ox.quads_for_pattern(None, None, None, term), fmt)
 
+    def dump(self, media_type: str) -> tuple[int, bytes]:
+        """The store version and every quad of that version in ``media_type`` (N-Quads or TriG)."""
+        fmt = rdf_format(media_type)
+        with self._lock:
+            return self.version, ox.serialize(self._ox.quads_for_pattern(None, None, None, None), format=fmt)
+
     def query(
         self,
         text: str,

@@ -54,6 +54,7 @@ from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.runtime.encoding import decode_inline
 from cqels_endpoint.spark.session import build_session, resolve_master, spark_running
 from cqels_endpoint.streaming.caches import build_caches, shard_rows
+from cqels_endpoint.streaming.follow import Follower, static_source
 from cqels_endpoint.streaming.plan import JobPlan, job_plan
 from cqels_endpoint.streaming.stages import (
     Event,
@@ -63,6 +64,7 @@ from cqels_endpoint.streaming.stages import (
     Routed,
     global_step,
     partition_step,
+    route_changes,
     route_lines,
     static_store,
 )
@@ -152,6 +154,8 @@ def run_job(
     trigger_ms: int | None = None,
     kafka: tuple[str, str] | None = None,
     inline_cache_rows: int | None = INLINE_CACHE_ROWS,
+    static_endpoint: str | None = None,
+    follow_interval_s: float = 1.0,
 ) -> JobReport:
     """Runs ``query`` over the event files in ``events`` (see the module docstring).
 
@@ -167,6 +171,10 @@ def run_job(
     rows never reaches the driver: it is joined as a DataFrame, each partition getting the rows it
     needs (``streaming.caches``; None: every cache collected). The collected ones are shipped with
     the plan while they fit ``SHIPPED_CACHE_BYTES``, and joined from the driver's rows otherwise.
+    ``static_endpoint``: the URL of a ``cqels serve`` whose store is the static data (instead of
+    ``static``). A job that runs until interrupted (``until_done`` false) follows its static data,
+    every ``follow_interval_s`` seconds (``streaming.follow``): every cache is then collected on the
+    driver, which hands the partitions each change.
     """
     if inline_cache_rows is not None and inline_cache_rows < 0:
         msg = f"inline_cache_rows must be ≥ 0 or None, not {inline_cache_rows}"
@@ -182,9 +190,13 @@ def run_job(
     if kafka is None and (events_dir is None or not events_dir.is_dir()):
         msg = f"the events directory {events_dir} does not exist"
         raise ArgumentError(msg)
-    static_text = static_nquads(static)
+    source = static_source(static, static_endpoint)
     # Every error a registration gives (syntax, plan, a bad argument), before Spark starts.
     _check_runnable(job_plan(query, 1, name=name, r2s=r2s, lateness_ms=lateness_ms), sink)
+    following = source is not None and not until_done
+    if following and checkpoint is None:
+        raise ArgumentError("following the static data needs a --checkpoint: the job keeps its caches' changes there")
+    static_text = source.nquads() if source is not None and not following else ""
     # A session this call starts is its to stop; one already running in this process is not.
     owned = session is None and not spark_running()
     if session is None:
@@ -194,20 +206,34 @@ def run_job(
             partitions = session.sparkContext.defaultParallelism
         plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
         large: dict = {}
-        if static_text:
+        checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
+        follower = None
+        if following:
+            def collect(nquads: str) -> dict:
+                return build_caches(plan.partition_algebra, plan.text, static_store(replace(plan, static_nquads=nquads)), session, None)[0]
+
+            follower = Follower(source, checkpoint / "static", collect, follow_interval_s)
+            shipped, large = _within_budget(follower.base, {})
+            plan = replace(plan, caches=shipped, static_nquads="")
+        elif static_text:
             shipped, large = _within_budget(*build_caches(plan.partition_algebra, plan.text, static_store(plan), session, inline_cache_rows))
             # A partition's engine reads static data through its caches alone: the graphs stay here.
             plan = replace(plan, caches=shipped, static_nquads="")
-        checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
         job_id = str(checkpoint.resolve())
         report = JobReport(describe(plan) | {"caches": {"shipped": len(plan.caches), "joined": len(large)}})
         # The streaming query runs on a copy of the session's configuration taken when it starts:
         # what the job sets is put back once it has started, for the session's other users.
         saved = {key: session.conf.get(key, None) for key in _JOB_CONF}
+        from pyspark.sql import functions as sf
+
         try:
-            source = _kafka_lines(session, *kafka) if kafka is not None else _file_lines(session, events_dir, max_files_per_trigger)
+            lines = _kafka_lines(session, *kafka) if kafka is not None else _file_lines(session, events_dir, max_files_per_trigger)
+            lines = lines.withColumn("static", sf.lit(False))
+            if follower is not None:
+                changes = _file_lines(session, follower.changes, None).withColumn("static", sf.lit(True))
+                lines = lines.unionByName(changes, allowMissingColumns=True)
             initial = _cache_shards(session, plan, large) if large else None
-            streaming = _start(session, plan, source, initial, output, sink, post_url, checkpoint, job_id, default_stream, trigger_ms)
+            streaming = _start(session, plan, lines, initial, output, sink, post_url, checkpoint, job_id, default_stream, trigger_ms)
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -219,7 +245,13 @@ def run_job(
             streaming.processAllAvailable()
             streaming.stop()
         else:
-            streaming.awaitTermination()
+            if follower is not None:
+                follower.start()
+            try:
+                streaming.awaitTermination()
+            finally:
+                if follower is not None:
+                    follower.stop()
         report.wall_seconds = _time.perf_counter() - started
         report.batches = [json.loads(progress.json) for progress in streaming.recentProgress]
         if streaming.exception() is not None:
@@ -398,11 +430,13 @@ class _Router:
     def __call__(self, frames):
         numbers: dict[str, int] = {}  # a task reads its files whole and in order: it numbers their lines
         for frame in frames:
-            if "line" in frame:  # Kafka: the record's offset
-                lines = zip(frame["value"], frame["file"], (int(offset) for offset in frame["line"]))
-            else:
-                lines = [(value, file, _next(numbers, file)) for value, file in zip(frame["value"], frame["file"])]
-            yield from bounded_frames(route_lines(self.plan, lines, self.default_stream), list(Routed._fields), self.frame_bytes)
+            offsets = frame["line"] if "line" in frame else [None] * len(frame)  # Kafka: the record's offset
+            events, changes = [], []
+            for value, file, offset, static in zip(frame["value"], frame["file"], offsets, frame["static"]):
+                line = (value, file, _next(numbers, file) if offset is None or pd.isna(offset) else int(offset))
+                (changes if static else events).append(line)
+            routed = route_changes(self.plan, changes) + route_lines(self.plan, events, self.default_stream)
+            yield from bounded_frames(routed, list(Routed._fields), self.frame_bytes)
 
 
 def _next(numbers: dict[str, int], file: str) -> int:
@@ -433,6 +467,7 @@ class _PartitionProcessor(_Processor):
         self.meta = handle.getValueState("meta", _PARTITION_META)
         self.events = handle.getListState("events", _EVENT)
         self.shard = handle.getListState("shard", _CACHE_ROW)
+        self.static = handle.getListState("static", "change string")
 
     def handleInitialState(self, key, initial, timer_values) -> None:  # noqa: N802 (the PySpark API)
         """The partition's rows of the large caches (the job's first micro-batch only: a restart
@@ -457,10 +492,14 @@ class _PartitionProcessor(_Processor):
             state = PartitionState(
                 version, clock, origin,
                 [Event(*entry[:5]) for entry in stored if not entry[5]], [Event(*entry[:5]) for entry in stored if entry[5]],
+                [change for (change,) in self.static.get()],
             )
+        applied = len(state.static)
         routed = [Routed(int(p), int(t), f, int(n), s, d, k) for p, t, f, n, s, d, k in frame.itertuples(index=False, name=None)]
         watermark = timer_values.getCurrentWatermarkInMs()
         outputs = partition_step(self.plan, int(key[0]), state, routed, self.live(), watermark, self.stored_shard)
+        if len(state.static) > applied:
+            self.static.appendList([(change,) for change in state.static[applied:]])
         self.events.clear()
         if state.retained or state.pending:
             self.events.put([(*e, False) for e in state.retained] + [(*e, True) for e in state.pending])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -36,11 +36,16 @@ from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.evaluator import Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.runtime.encoding import TermDictionary
-from cqels_endpoint.streaming.caches import BroadcastCaches, CacheRows, shards
+from cqels_endpoint.spark.export import parse_term
+from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.streaming.caches import BroadcastCaches, CacheRows, cache_key, row_partitions, shards
 from cqels_endpoint.streaming.events import LineError, ntriples, owner, parse_line, route
+from cqels_endpoint.streaming.follow import apply_delta, parse_delta
 from cqels_endpoint.streaming.plan import JobPlan
 
 EVENT, MARK, CHANGES, EMISSION, LATE, REJECTED = "event", "mark", "changes", "emission", "late", "rejected"
+# A row of step 1 carrying one cache's change of the static data (``streaming.follow``).
+STATIC = "static"
 
 
 class Event(NamedTuple):
@@ -88,6 +93,17 @@ def route_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_st
     return routed
 
 
+def route_changes(plan: JobPlan, lines: Iterable[tuple[str, str, int]]) -> list[Routed]:
+    """Step 1 on the lines of change files (``streaming.follow``): each, a cache's change, for
+    every partition."""
+    routed = []
+    for text, file, number in lines:
+        if text.strip():
+            change = json.dumps(json.loads(text)[STATIC], ensure_ascii=False)
+            routed.extend(Routed(part, -1, file, number, "", change, STATIC) for part in range(plan.tasks))
+    return routed
+
+
 class Output(NamedTuple):
     """What a partition hands the global stage about the event at ``(time, file, line)``."""
 
@@ -103,12 +119,18 @@ class PartitionRunner:
     job's first event (a periodic window's closes count from it); ``shard``: its part of the
     caches too large to ship with the plan (``streaming.caches``)."""
 
-    def __init__(self, plan: JobPlan, partition: int, origin_ms: int, shard: CacheRows | None = None):
+    def __init__(self, plan: JobPlan, partition: int, origin_ms: int, shard: CacheRows | None = None, changes: Iterable[str] = ()):
         self.plan = plan
         self.partition = partition
-        caches = BroadcastCaches({**plan.caches, **(shard or {})}) if plan.caches or shard else "local"
+        self.sharded = frozenset(shard or ())
+        rows = {**plan.caches, **(shard or {})}
+        for change in changes:  # the static changes applied so far (``apply_static``), in order
+            key, added, removed = self._own(change)
+            rows[key] = apply_delta(list(rows.get(key, [])), added, removed)
+        caches = BroadcastCaches(rows) if rows else "local"
         self.engine = Engine(static_store(plan), lateness_ms=0, cache_engine=caches)
         query = self.engine.register_algebra(plan.partition_algebra, plan.text, name=plan.name, r2s=plan.r2s, origin_ms=origin_ms)
+        self.evaluator = query.evaluator
         if plan.partitioned:
             query.on_changes = self._on_changes
         else:
@@ -143,6 +165,24 @@ class PartitionRunner:
     def close(self) -> None:
         self.engine.close()
 
+    def apply_static(self, change: str) -> None:
+        """A cache's change of the static data (``streaming.follow``): it enters the plan with the
+        next evaluation, as the single engine's rebuilt caches do."""
+        key, added, removed = self._own(change)
+        operators = [operator for node, operator in self.evaluator.caches if cache_key(node) == key]
+        terms = [[tuple(None if text is None else parse_term(text) for text in row) for row in rows] for rows in (added, removed)]
+        for operator in operators:
+            self.evaluator.stage_cache(operator, *terms)
+        self.evaluator.release_caches(operators)
+
+    def _own(self, change: str) -> tuple[tuple, list[tuple], list[tuple]]:
+        """A change's cache and rows, of a cache cut by partition only the rows this one holds."""
+        key, added, removed = parse_delta(json.loads(change))
+        if key in self.sharded:
+            mine = [row for row in added + removed if self.partition in row_partitions(self.plan, key[1], row)]
+            added, removed = [row for row in added if row in mine], [row for row in removed if row in mine]
+        return key, added, removed
+
     def _on_changes(self, tau: int, changes: list[tuple[dict, int]]) -> None:
         schema = [var.name for var in self.plan.split.schema]
         key, partitions = schema[self._key], self.plan.partitions
@@ -172,6 +212,8 @@ class PartitionState:
     origin: int | None = None
     retained: list[Event] = field(default_factory=list)
     pending: list[Event] = field(default_factory=list)
+    # The changes of the static data applied so far (``streaming.follow``), in order.
+    static: list[str] = field(default_factory=list)
 
 
 def next_watermark(plan: JobPlan, watermark: int, rows: Iterable[Routed]) -> int:
@@ -199,7 +241,10 @@ def partition_step(
     rows = list(rows)
     outputs: list[Output] = []
     arrived: list[Event] = []
+    changes = sorted((row for row in rows if row.kind == STATIC), key=lambda row: (row.file, row.line))
     for row in rows:
+        if row.kind == STATIC:
+            continue
         if row.kind == REJECTED:
             outputs.append(Output(row.time, row.file, row.line, REJECTED, row.data))
             continue
@@ -219,6 +264,10 @@ def partition_step(
     release = [e for e in waiting if e.time <= bound]
     state.pending = [e for e in waiting if e.time > bound]
     runner = _live_runner(plan, partition, state, live, shard)
+    # A micro-batch's static changes come before its events (streaming.follow).
+    for change in changes:
+        runner.apply_static(change.data)
+        state.static.append(change.data)
     outputs.extend(runner.feed(release))
     kept = [e for e in [*state.retained, *release] if e.data]
     if plan.horizon_ms is not None and runner.clock is not None:
@@ -235,7 +284,7 @@ def _live_runner(plan: JobPlan, partition: int, state: PartitionState, live: dic
         return found[1]
     if found is not None:
         found[1].close()
-    runner = PartitionRunner(plan, partition, state.origin if state.origin is not None else 0, shard())
+    runner = PartitionRunner(plan, partition, state.origin if state.origin is not None else 0, shard(), state.static)
     runner.feed(sorted(state.retained, key=_order), emit=False)
     if state.clock is not None:
         runner.advance(state.clock)
@@ -278,16 +327,18 @@ def run_locally(
     batches: Iterable[Iterable[tuple[str, str, int]]],
     default_stream: str | None = None,
     large: CacheRows | None = None,
+    changes: Sequence[Sequence[tuple[str, str, int]]] = (),
 ) -> list[str]:
     """The job's three steps in this process, one micro-batch per item of ``batches`` (each the
     ``(text, file, line number)`` of its input lines): the lines its sink would receive. The tests
     run it beside the Spark job and the single-process engine. ``large``: caches given to the
-    partitions as the job gives those too large to ship, each partition its shard."""
+    partitions as the job gives those too large to ship, each partition its shard. ``changes``:
+    the lines of the change files (``streaming.follow``) each micro-batch reads, by batch."""
     parts = shards(plan, large or {})
     states = [PartitionState() for _ in range(plan.tasks)]
     global_state, live, lines, watermark = GlobalState(), {}, [], 0
-    for batch in batches:
-        routed = route_lines(plan, batch, default_stream)
+    for number, batch in enumerate(batches):
+        routed = route_changes(plan, changes[number] if number < len(changes) else ()) + route_lines(plan, batch, default_stream)
         outputs: list[Output] = []
         for part in {row.part for row in routed}:
             rows = [row for row in routed if row.part == part]
@@ -298,21 +349,42 @@ def run_locally(
     return lines
 
 
-def single_process_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_stream: str | None = None) -> list[str]:
+def single_process_lines(
+    plan: JobPlan,
+    lines: Iterable[tuple[str, str, int]],
+    default_stream: str | None = None,
+    changes: Sequence[tuple[tuple[int, str, int], str]] = (),
+) -> list[str]:
     """What the single-process engine emits for the same input lines, fed in the job's event order
-    ``(time, file, line)``: the answers the job must give (``cqels spark-job --verify``, the tests)."""
+    ``(time, file, line)``: the answers the job must give (``cqels spark-job --verify``, the tests).
+    ``changes``: ``((time, file, line), N-Quads)``, the static data replaced before the first event
+    at or after that place in the event order."""
     # Step 1 on one partition: each event's triples whole, the lines that are not events left out.
     events = [row for row in route_lines(replace(plan, partitions=1), lines, default_stream) if row.kind == EVENT]
-    engine = Engine(static_store(plan), lateness_ms=0)
+    store = StaticStore()
+    if plan.static_nquads:
+        store.load(plan.static_nquads.encode(), media_type="application/n-quads")
+    engine = Engine(store, lateness_ms=0, rebuild_debounce_ms=1)
     try:
         query = engine.register(plan.text, name=plan.name, r2s=plan.r2s)
         emitted: list[str] = []
         query.subscribe(lambda emission: emitted.append(emission.json_text()))
+        pending = sorted(changes)
         for event in sorted(events, key=lambda row: (row.time, row.file, row.line)):
+            while pending and pending[0][0] <= (event.time, event.file, event.line):
+                _replace_static(engine, store, pending.pop(0)[1])
             engine.push(event.stream, event.data, event.time)
         return emitted
     finally:
         engine.close()
+
+
+def _replace_static(engine: Engine, store: StaticStore, nquads: str) -> None:
+    store.update("CLEAR ALL")
+    if nquads:
+        store.load(nquads.encode(), media_type="application/n-quads")
+    if not engine.wait_for_caches(60):
+        raise RuntimeError("the single engine did not rebuild its caches within 60 s")
 
 
 def comparable(lines: Iterable[str], ordered: bool) -> list:

@@ -229,7 +229,6 @@ def test_one_change_event_per_write(endpoint: LiveEndpoint) -> None:
     "query",
     [
         f"graph={urllib.parse.quote(G)}&default",
-        "",
         f"graph={urllib.parse.quote(G)}&graph={urllib.parse.quote(EX)}other",
         "graph=",
         "graph=not%20an%20iri",
@@ -237,8 +236,21 @@ def test_one_change_event_per_write(endpoint: LiveEndpoint) -> None:
     ],
 )
 def test_a_bad_graph_selection_is_400(endpoint: LiveEndpoint, query: str) -> None:
-    response = send(endpoint.base_url, "GET", f"/store?{query}" if query else "/store")
+    response = send(endpoint.base_url, "GET", f"/store?{query}")
     assert response.status == 400, response.body
+
+
+def test_the_bare_store_is_the_whole_dataset_with_its_version(endpoint: LiveEndpoint) -> None:
+    endpoint.put("/store", params={"graph": G}, body=ONE, headers={"Content-Type": TURTLE})
+    endpoint.put("/store", params={"default": ""}, body=ONE, headers={"Content-Type": TURTLE})
+    response = endpoint.get("/store", headers={"Accept": "application/n-quads"})
+    assert response.status == 200 and response.content_type.startswith("application/n-quads")
+    quads = set(ox.parse(response.body, format=ox.RdfFormat.N_QUADS))
+    triple = ox.Triple(ox.NamedNode(f"{EX}s"), ox.NamedNode(f"{EX}p"), ox.Literal("1", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")))
+    assert quads == {ox.Quad(*triple, ox.NamedNode(G)), ox.Quad(*triple, ox.DefaultGraph())}
+    assert response.headers["ETag"] == f'"v{endpoint.get("/health").json()["version"]}"'
+    # Only the syntaxes that keep graph names.
+    assert endpoint.get("/store", headers={"Accept": "text/turtle"}).status == 406
 
 
 def test_put_without_a_graph_is_400(endpoint: LiveEndpoint) -> None:

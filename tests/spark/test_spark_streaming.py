@@ -103,6 +103,47 @@ def test_more_queries_give_the_engines_answers(spark, tmp_path, query, events, s
     assert len(lines) == len(events)  # RSTREAM: one emission per event
 
 
+SENSOR = "http://ex.org/"
+SENSOR_STREAMS = {"a": "temp", "b": "hum", "c": "wind"}
+A, B, C = (f"STREAM <{SENSOR}{name}> [RANGE 2s] {{ ?s <{SENSOR}{p}> ?{p[0]} }}" for name, p in SENSOR_STREAMS.items())
+SENSOR_QUERIES = {
+    "two streams": f"SELECT * WHERE {{ {A} {B} }}",
+    "two streams, filter": f"SELECT ?s ?t ?h WHERE {{ {A} {B} FILTER (?t > ?h) }}",
+    "three streams": f"SELECT * WHERE {{ {A} {B} {C} }}",
+    "optional": f"SELECT * WHERE {{ {A} OPTIONAL {{ {B} }} }}",
+    "static join": f"SELECT * WHERE {{ {A} {B} ?s <{SENSOR}label> ?l }}",
+    "aggregate above": f"SELECT ?t (COUNT(*) AS ?n) (SUM(?h) AS ?sum) (AVG(?h) AS ?avg) (MAX(?w) AS ?wind) WHERE {{ {A} {B} OPTIONAL {{ {C} }} }} GROUP BY ?t",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SENSOR_QUERIES))
+def test_stream_joins_on_a_shared_key_give_the_engines_answers(spark, tmp_path, monkeypatch, name):
+    """Joins of two and three streams on their subject (the shape whose changes once crashed the job
+    in PySpark's output conversion: a micro-batch's frame over 2 GiB of text), with every step's
+    frames cut at 2 KiB here, so that each micro-batch's outputs cross Arrow in many frames."""
+    monkeypatch.setattr(streaming_job, "FRAME_BYTES", 2048)
+    rng = random.Random(name)
+    events, clock = tmp_path / "events", 1_000
+    events.mkdir()
+    for k in range(3):
+        lines = []
+        for _ in range(60):
+            clock += rng.randrange(300)
+            stream, predicate = rng.choice(list(SENSOR_STREAMS.items()))
+            data = f'<{SENSOR}s{rng.randrange(4)}> <{SENSOR}{predicate}> "{rng.randrange(30)}"^^<http://www.w3.org/2001/XMLSchema#integer> .'
+            lines.append(json.dumps({"stream": SENSOR + stream, "time": clock, "data": data}))
+        (events / f"part{k}.ndjson").write_text("".join(line + "\n" for line in lines))
+        os.utime(events / f"part{k}.ndjson", (1_000_000 + k, 1_000_000 + k))
+    static = tmp_path / "labels.nt"
+    static.write_text("".join(f'<{SENSOR}s{i}> <{SENSOR}label> "sensor {i}" .\n' for i in range(3)))
+    query = SENSOR_QUERIES[name]
+    report = run_job(query, events, output=tmp_path / "out", partitions=2, session=spark, static=[static],
+                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1)
+    assert report.plan["key"] == "?s" and len(report.batches) == 3
+    lines = assert_engines_answers(query, events, tmp_path / "out", 2, static_nquads([static]))
+    assert sum(len(json.loads(line)["results"]["bindings"]) for line in lines) > 20
+
+
 def test_a_query_without_a_key_posts_its_triples_to_a_server(spark, tmp_path, live_endpoint):
     """Conference Q2 (CONSTRUCT, no variable common to its stream patterns: one partition) with the
     floorplan as static data, its triples POSTed into a stream of a running server: the server

@@ -25,7 +25,7 @@ from stored_queries import FLOORPLAN, LV, RFID
 from cqels_endpoint.caches.engines import LocalCacheEngine
 from cqels_endpoint.cli.replay import DEBS_TRIPS
 from cqels_endpoint.streaming.caches import record_caches, shards
-from cqels_endpoint.streaming.job import static_nquads
+from cqels_endpoint.streaming.job import bounded_frames, static_nquads
 from cqels_endpoint.streaming.plan import job_plan
 from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines, static_store
 
@@ -214,3 +214,14 @@ def test_one_watermark_for_all_streams_and_no_time_before_1970():
     assert [(line["rejected"]["line"], "before 1970" in line["rejected"]["error"]) for line in lines if "rejected" in line] == [(3, True)]
     emissions = [line for line in lines if "query" in line]  # ISTREAM: the join's row once t@20 enters
     assert [(line["time"], len(line["results"]["bindings"])) for line in emissions] == [(20, 1)]
+
+
+def test_frames_are_cut_at_the_text_limit():
+    # Arrow keeps a string column of one frame in one array only up to 2 GiB (streaming.job.FRAME_BYTES).
+    rows = [(i, "x" * (i % 7), None) for i in range(200)]
+    frames = list(bounded_frames(rows, ["n", "text", "none"], 10))
+    assert len(frames) > 50
+    assert [tuple(row) for frame in frames for row in frame.itertuples(index=False)] == rows
+    assert all(sum(map(len, frame["text"])) <= 10 for frame in frames)
+    assert [len(frame) for frame in bounded_frames([(1, "x" * 50), (2, "y")], ["n", "text"], 10)] == [1, 1]
+    assert list(bounded_frames([], ["n"], 10)) == []
