@@ -468,6 +468,7 @@ class _PartitionProcessor(_Processor):
         self.events = handle.getListState("events", _EVENT)
         self.shard = handle.getListState("shard", _CACHE_ROW)
         self.static = handle.getListState("static", "change string")
+        self.unevaluated = handle.getValueState("unevaluated", "count long")
 
     def handleInitialState(self, key, initial, timer_values) -> None:  # noqa: N802 (the PySpark API)
         """The partition's rows of the large caches (the job's first micro-batch only: a restart
@@ -493,6 +494,7 @@ class _PartitionProcessor(_Processor):
                 version, clock, origin,
                 [Event(*entry[:5]) for entry in stored if not entry[5]], [Event(*entry[:5]) for entry in stored if entry[5]],
                 [change for (change,) in self.static.get()],
+                self.unevaluated.get()[0] if self.unevaluated.exists() else 0,
             )
         applied = len(state.static)
         routed = [Routed(int(p), int(t), f, int(n), s, d, k) for p, t, f, n, s, d, k in frame.itertuples(index=False, name=None)]
@@ -500,6 +502,7 @@ class _PartitionProcessor(_Processor):
         outputs = partition_step(self.plan, int(key[0]), state, routed, self.live(), watermark, self.stored_shard)
         if len(state.static) > applied:
             self.static.appendList([(change,) for change in state.static[applied:]])
+        self.unevaluated.update((state.unevaluated,))
         self.events.clear()
         if state.retained or state.pending:
             self.events.put([(*e, False) for e in state.retained] + [(*e, True) for e in state.pending])

@@ -131,6 +131,7 @@ class PartitionRunner:
         self.engine = Engine(static_store(plan), lateness_ms=0, cache_engine=caches)
         query = self.engine.register_algebra(plan.partition_algebra, plan.text, name=plan.name, r2s=plan.r2s, origin_ms=origin_ms)
         self.evaluator = query.evaluator
+        self._changed = False  # a static change is staged: the next event evaluates, even a tick
         if plan.partitioned:
             query.on_changes = self._on_changes
         else:
@@ -148,8 +149,9 @@ class PartitionRunner:
             self._event = event
             if event.data:
                 self.engine.push(event.stream, event.data, event.time)
-            elif self.clock is not None and (event.time > self.clock or self.plan.now_windows):
+            elif self.clock is not None and (event.time > self.clock or self.plan.now_windows or self._changed):
                 self.engine.advance(max(event.time, self.clock))
+            self._changed = False
             self.clock = event.time if self.clock is None else max(self.clock, event.time)
             if self.partition == 0 and self.plan.partitioned:
                 self._out.append(Output(event.time, event.file, event.line, MARK, ""))
@@ -174,6 +176,7 @@ class PartitionRunner:
         for operator in operators:
             self.evaluator.stage_cache(operator, *terms)
         self.evaluator.release_caches(operators)
+        self._changed = True
 
     def _own(self, change: str) -> tuple[tuple, list[tuple], list[tuple]]:
         """A change's cache and rows, of a cache cut by partition only the rows this one holds."""
@@ -212,8 +215,10 @@ class PartitionState:
     origin: int | None = None
     retained: list[Event] = field(default_factory=list)
     pending: list[Event] = field(default_factory=list)
-    # The changes of the static data applied so far (``streaming.follow``), in order.
+    # The changes of the static data applied so far (``streaming.follow``), in order; the last
+    # ``unevaluated`` of them came in a micro-batch without events and wait for the next event.
     static: list[str] = field(default_factory=list)
+    unevaluated: int = 0
 
 
 def next_watermark(plan: JobPlan, watermark: int, rows: Iterable[Routed]) -> int:
@@ -269,6 +274,7 @@ def partition_step(
         runner.apply_static(change.data)
         state.static.append(change.data)
     outputs.extend(runner.feed(release))
+    state.unevaluated = 0 if release and runner.clock is not None else state.unevaluated + len(changes)
     kept = [e for e in [*state.retained, *release] if e.data]
     if plan.horizon_ms is not None and runner.clock is not None:
         kept = [e for e in kept if e.time >= runner.clock - plan.horizon_ms]
@@ -284,10 +290,15 @@ def _live_runner(plan: JobPlan, partition: int, state: PartitionState, live: dic
         return found[1]
     if found is not None:
         found[1].close()
-    runner = PartitionRunner(plan, partition, state.origin if state.origin is not None else 0, shard(), state.static)
+    # The changes evaluated before are in the caches the retained events are replayed with; those
+    # not yet evaluated are staged after, as the runner this one replaces had them.
+    evaluated = len(state.static) - state.unevaluated
+    runner = PartitionRunner(plan, partition, state.origin if state.origin is not None else 0, shard(), state.static[:evaluated])
     runner.feed(sorted(state.retained, key=_order), emit=False)
     if state.clock is not None:
         runner.advance(state.clock)
+    for change in state.static[evaluated:]:
+        runner.apply_static(change)
     return runner
 
 
@@ -328,16 +339,24 @@ def run_locally(
     default_stream: str | None = None,
     large: CacheRows | None = None,
     changes: Sequence[Sequence[tuple[str, str, int]]] = (),
+    fresh_workers: bool = False,
 ) -> list[str]:
     """The job's three steps in this process, one micro-batch per item of ``batches`` (each the
     ``(text, file, line number)`` of its input lines): the lines its sink would receive. The tests
     run it beside the Spark job and the single-process engine. ``large``: caches given to the
     partitions as the job gives those too large to ship, each partition its shard. ``changes``:
-    the lines of the change files (``streaming.follow``) each micro-batch reads, by batch."""
+    the lines of the change files (``streaming.follow``) each micro-batch reads, by batch.
+    ``fresh_workers``: every micro-batch finds no live stage, as on a new Python worker, and
+    rebuilds each from its state."""
     parts = shards(plan, large or {})
     states = [PartitionState() for _ in range(plan.tasks)]
     global_state, live, lines, watermark = GlobalState(), {}, [], 0
     for number, batch in enumerate(batches):
+        if fresh_workers:
+            for _version, stage in live.values():
+                if isinstance(stage, PartitionRunner):
+                    stage.close()
+            live = {}
         routed = route_changes(plan, changes[number] if number < len(changes) else ()) + route_lines(plan, batch, default_stream)
         outputs: list[Output] = []
         for part in {row.part for row in routed}:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from incremental_oracle import ORACLE_SETTINGS
-from job_queries import EX, STATIC, JobCase, file_name, job_cases
+from job_queries import EX, STATIC, JobCase, examples, file_name, job_cases
 
 from cqels_endpoint.caches.engines import LocalCacheEngine
 from cqels_endpoint.streaming.caches import record_caches
@@ -36,14 +36,17 @@ def change_lines(plan: JobPlan, old: str, new: str, number: int = 1) -> list[tup
     return [(line, f"change-{number:06d}.ndjson", k) for k, line in enumerate(lines, 1)]
 
 
-def assert_follows(case: JobCase, partitions: int, new_static: str, at: int) -> list[str]:
-    """The job with the static data replaced by ``new_static`` before file ``at``."""
+def assert_follows(case: JobCase, partitions: int, new_static: str, at: int, alone: bool = False, fresh: bool = False) -> list[str]:
+    """The job with the static data replaced by ``new_static`` before file ``at``: in that file's
+    micro-batch, or ``alone`` in one before it; ``fresh``: each micro-batch on a new worker."""
     plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static)
     batches = case.lines()
     changes = [[] for _ in batches]
     changes[at] = change_lines(plan, case.static, new_static)
     shipped = replace(plan, caches=caches_of(plan, case.static), static_nquads="")
-    got = run_locally(shipped, batches, changes=changes)
+    if alone:
+        batches, changes = [*batches[:at], [], *batches[at:]], [*changes[:at], changes[at], [], *changes[at + 1 :]]
+    got = run_locally(shipped, batches, changes=changes, fresh_workers=fresh)
     # Before the first event of file ``at`` in the job's event order (time, file, line).
     place = (case.files[at][0][1], file_name(at), 0)
     expected = single_process_lines(plan, [line for batch in batches for line in batch], changes=[(place, new_static)])
@@ -51,19 +54,22 @@ def assert_follows(case: JobCase, partitions: int, new_static: str, at: int) -> 
     return got
 
 
-@settings(ORACLE_SETTINGS, max_examples=60)
-@given(case=job_cases(), partitions=st.sampled_from([1, 2, 3]), labels=st.sets(st.sampled_from(LABELS)), data=st.data())
-def test_a_static_change_reaches_the_partitions_at_a_micro_batch_boundary(case, partitions, labels, data) -> None:
+@settings(ORACLE_SETTINGS, max_examples=examples(60))
+@given(case=job_cases(), partitions=st.sampled_from([1, 2, 3]), labels=st.sets(st.sampled_from(LABELS)), alone=st.booleans(),
+       fresh=st.booleans(), data=st.data())
+def test_a_static_change_reaches_the_partitions_at_a_micro_batch_boundary(case, partitions, labels, alone, fresh, data) -> None:
     assume(case.static and len(case.files) > 1)
-    assert_follows(case, partitions, "".join(sorted(labels)), data.draw(st.integers(1, len(case.files) - 1)))
+    assert_follows(case, partitions, "".join(sorted(labels)), data.draw(st.integers(1, len(case.files) - 1)), alone, fresh)
 
 
 def test_a_label_that_changes_changes_the_join() -> None:
     query = f"SELECT ?s ?l WHERE {{ STREAM <{EX}a> [RANGE 10ms] {{ ?s <{EX}temp> ?t }} ?s <{EX}label> ?l }}"
     events = [(f"{EX}a", t, f'<{EX}s{t % 3}> <{EX}temp> "{t}"^^<http://www.w3.org/2001/XMLSchema#integer> .\n') for t in range(1, 7)]
     case = JobCase(query, STATIC, "RSTREAM", (tuple(events[:3]), tuple(events[3:])))
-    got = assert_follows(case, 2, STATIC.replace('"one"', '"eins"'), 1)
-    assert '"eins"' in got[-1] and '"one"' in got[2] and '"one"' not in got[-1]
+    for alone in (False, True):
+        for fresh in (False, True):
+            got = assert_follows(case, 2, STATIC.replace('"one"', '"eins"'), 1, alone, fresh)
+            assert '"eins"' in got[-1] and '"one"' in got[2] and '"one"' not in got[-1]
 
 
 def test_a_follower_writes_a_change_file_for_each_new_version(tmp_path) -> None:

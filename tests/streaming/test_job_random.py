@@ -21,10 +21,10 @@ def expected_and_plan(case: JobCase, partitions: int):
 
 
 @settings(ORACLE_SETTINGS, max_examples=examples(150))
-@given(case=job_cases(), partitions=st.sampled_from([1, 2, 2, 3]))
-def test_random_queries_as_jobs_give_the_engines_emissions(case: JobCase, partitions: int) -> None:
+@given(case=job_cases(), partitions=st.sampled_from([1, 2, 2, 3]), fresh=st.booleans())
+def test_random_queries_as_jobs_give_the_engines_emissions(case: JobCase, partitions: int, fresh: bool) -> None:
     plan, expected = expected_and_plan(case, partitions)
-    got = run_locally(plan, case.lines())
+    got = run_locally(plan, case.lines(), fresh_workers=fresh)
     assert comparable(got, plan.ordered) == comparable(expected, plan.ordered)
     event("partitioned" if plan.partitioned else "one partition")
     event("some emission has a result" if any(has_result(line) for line in expected) else "no emission has a result")
