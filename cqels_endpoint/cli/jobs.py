@@ -31,6 +31,10 @@ def add_spark_job(commands) -> None:
            metavar="N")
     job.add_argument("--static", action="append", default=[], metavar="FILE",
                      help="an RDF file of static data every partition reads (repeatable)")
+    option(job, "--static-endpoint", "the static data is the store of this running cqels serve (read through the Graph "
+           "Store Protocol; with --follow, watched by its version)", metavar="URL")
+    option(job, "--follow-interval", "with --follow, how often the static data is checked for a change (default 1)",
+           type=float, default=1.0, metavar="SECONDS")
     option(job, "--inline-cache-rows", "a static cache of more rows never reaches the driver: it is joined as a DataFrame, "
            "each partition getting its rows (default 10000; smaller ones are shipped with the plan, up to 256 KiB)",
            type=int, metavar="N")
@@ -45,7 +49,8 @@ def add_spark_job(commands) -> None:
     option(job, "--kafka-bootstrap", "read events from Kafka at these bootstrap servers (needs the Spark Kafka connector)",
            metavar="HOSTS")
     option(job, "--kafka-topic", "the Kafka topic of the events", metavar="TOPIC")
-    switch(job, "--follow", "keep running and pick up new files (default: stop when every file present is processed)")
+    switch(job, "--follow", "keep running and pick up new files and changes of the static data, which reach the "
+           "partitions at the next micro-batch (default: stop when every file present is processed)")
     switch(job, "--verify", "then run the single-process engine over the same files and check that the output holds its "
            "emissions, line for line (file sink)")
     job.set_defaults(handler=_spark_job)
@@ -74,6 +79,7 @@ def _spark_job(args: argparse.Namespace) -> int:
             partitions=args.partitions, checkpoint=args.checkpoint, static=args.static,
             max_files_per_trigger=args.max_files_per_trigger, lateness_ms=args.lateness_ms, r2s=args.r2s, name=args.name,
             default_stream=args.stream, until_done=not args.follow, trigger_ms=args.trigger_ms, kafka=kafka,
+            static_endpoint=args.static_endpoint, follow_interval_s=args.follow_interval,
             **({} if args.inline_cache_rows is None else {"inline_cache_rows": args.inline_cache_rows}),
         )
     except ArgumentError as error:

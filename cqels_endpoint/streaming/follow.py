@@ -56,13 +56,19 @@ class StaticEndpoint:
         self.timeout_s = timeout_s
 
     def version(self) -> str:
-        with urllib.request.urlopen(f"{self.url}/health", timeout=self.timeout_s) as response:
-            return str(json.loads(response.read())["version"])
+        return str(json.loads(self._get("/health", "application/json"))["version"])
 
     def nquads(self) -> str:
-        request = urllib.request.Request(f"{self.url}/store", headers={"Accept": "application/n-quads"})
-        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-            return response.read().decode()
+        return self._get("/store", "application/n-quads").decode()
+
+    def _get(self, path: str, accept: str) -> bytes:
+        request = urllib.request.Request(f"{self.url}{path}", headers={"Accept": accept})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return response.read()
+        except (OSError, ValueError) as error:  # URLError and HTTPError are OSErrors
+            msg = f"cannot read the static data from {self.url}{path}: {error}"
+            raise ArgumentError(msg) from None
 
 
 def static_source(paths: Sequence[str | Path], endpoint: str | None) -> StaticFiles | StaticEndpoint | None:

@@ -13,6 +13,7 @@ import time
 import pytest
 from job_queries import EX, STATIC, JobCase, file_name
 
+from cqels_endpoint.errors import ArgumentError
 from cqels_endpoint.streaming.job import committed_lines, run_job
 from cqels_endpoint.streaming.plan import job_plan
 from cqels_endpoint.streaming.stages import comparable, single_process_lines
@@ -90,5 +91,11 @@ def test_following_needs_a_checkpoint(tmp_path):
     static = tmp_path / "labels.nt"
     static.write_text(STATIC)
     (tmp_path / "events").mkdir()
-    with pytest.raises(Exception, match="checkpoint"):
+    with pytest.raises(ArgumentError, match="checkpoint"):
         run_job(QUERY, tmp_path / "events", output=tmp_path / "out", static=[static], until_done=False)
+
+
+def test_an_unreachable_static_endpoint_is_refused_before_spark_starts(tmp_path):
+    (tmp_path / "events").mkdir()
+    with pytest.raises(ArgumentError, match=r"cannot read the static data from http://127\.0\.0\.1:9/store"):
+        run_job(QUERY, tmp_path / "events", output=tmp_path / "out", static_endpoint="http://127.0.0.1:9")
