@@ -34,7 +34,10 @@ AGGREGATES = (
     "(MAX({v}) AS ?max)",
     "(SAMPLE({v}) AS ?sample)",
     "(GROUP_CONCAT(STR({v}); SEPARATOR=',') AS ?all)",
+    "(COUNT(DISTINCT ?s) AS ?ns)",
 )
+# Those a job can aggregate in part in each partition and merge (plan.partitioning.split_aggregates).
+MERGEABLE = tuple(a for a in AGGREGATES if a.startswith(("(COUNT(*)", "(MIN", "(MAX", "(SAMPLE", "(COUNT(DISTINCT ?s)")))
 
 
 def examples(default: int) -> int:
@@ -119,7 +122,7 @@ def query(draw) -> str:
         return f"CONSTRUCT {{ ?s <{EX}seen> ?t }} WHERE {{ {where} }}"
     if shape.startswith("group"):
         keys = {"group by key": ["?s"], "group by value": ["?t"], "group all": []}[shape]
-        aggregates = draw(st.lists(st.sampled_from(AGGREGATES), min_size=1, max_size=4, unique=True))
+        aggregates = draw(st.lists(st.sampled_from(draw(st.sampled_from([AGGREGATES, MERGEABLE]))), min_size=1, max_size=4, unique=True))
         projection = keys + [a.format(v=draw(st.sampled_from(["?t", "?t", "?h"]))) for a in aggregates]
         having = " HAVING (COUNT(*) > 1)" if draw(st.booleans()) else ""
         text = f"SELECT {' '.join(projection)} WHERE {{ {where} }}{' GROUP BY ' + ' '.join(keys) if keys else ''}{having}"

@@ -73,6 +73,15 @@ class Partitioning:
         if self.grouped:
             lines.append(f"per partition: the group by {self.key} (every group lives in one partition), and below it "
                          "the stream pattern, static joins and row filters")
+        elif self.top and isinstance(self.top[-1], n.Group):
+            split = split_aggregates(self)
+            if isinstance(split, str):
+                lines.append(f"the group over the solutions of every partition: {split}")
+                lines.append("per partition: the stream pattern, static joins and row filters below it")
+            else:
+                lines.append(split.describe())
+                lines.append("per partition: the partial aggregates of the solutions it owns, and below them the stream "
+                             "pattern, static joins and row filters")
         else:
             lines.append("per partition: the stream pattern, static joins and row filters below it")
         return lines
@@ -92,7 +101,7 @@ _POSITION_NAMES = ("subject", "predicate", "object")
 def _node_name(node: n.Pattern) -> str:
     if isinstance(node, n.Group):
         names = sorted({agg.name.upper() if isinstance(agg.name, str) else str(agg.name) for _, agg in node.aggregates})
-        return f"group ({', '.join(names)} over the solutions of every partition)" if names else "group"
+        return f"group ({', '.join(names)})" if names else "group"
     return type(node).__name__.lower()
 
 
@@ -241,3 +250,54 @@ def _schema(top: tuple[n.Pattern, ...], inner: n.Pattern) -> tuple[Var, ...]:
     for _, aggregate in group.aggregates:
         used |= mentioned(aggregate)
     return tuple(var for var in in_scope(inner) if var in used)
+
+
+# The aggregates whose partial results per partition merge into the aggregate of the union, with
+# the aggregate that merges them. A SUM or AVG would need the engine's exact sum as a partial
+# state (a rounded float or double sum per partition changes answers), GROUP_CONCAT and MEDIAN the
+# values themselves: those groups are aggregated globally from the solutions.
+MERGED_BY = {"COUNT": "SUM", "MIN": "MIN", "MAX": "MAX", "SAMPLE": "SAMPLE"}
+
+
+@dataclass(frozen=True)
+class PartialAggregates:
+    """A global ``Group`` split in two: each partition evaluates ``partial`` over the solutions it
+    owns (its keys and aggregates as the columns ``schema``), the global stage ``merge`` over the
+    partitions' partial rows; each node's ``input`` is set by its user. ``merge`` binds the
+    original group's variables, so HAVING and the SELECT expressions above it are unchanged."""
+
+    partial: n.Group
+    merge: n.Group
+    schema: tuple[Var, ...]
+
+    def describe(self) -> str:
+        pairs = sorted({f"{agg.name.upper()} → {merged.name}" for (_, agg), (_, merged) in zip(self.partial.aggregates, self.merge.aggregates)})
+        return f"partial aggregates per partition, merged globally: {', '.join(pairs)}"
+
+
+def split_aggregates(split: Partitioning) -> PartialAggregates | str:
+    """The split of the global group of ``split`` into partial and merging aggregates, or why
+    its group is aggregated globally from the solutions."""
+    group = split.top[-1] if split.top and isinstance(split.top[-1], n.Group) else None
+    if split.key is None or group is None:
+        return "no group is aggregated globally"
+    for _, aggregate in group.aggregates:
+        name = aggregate.name.upper() if isinstance(aggregate.name, str) else str(aggregate.name)
+        if name not in MERGED_BY:
+            return f"{name} has no partial aggregate here"
+        if name == "COUNT" and aggregate.distinct and aggregate.expr != split.key:
+            return "a COUNT(DISTINCT …) of anything but the key counts values of several partitions once"
+        if not group.keys and name != "COUNT":
+            # Without GROUP BY a partition without solutions has the one group too, whose MIN, MAX
+            # or SAMPLE is unbound: merged with the others it would make their error.
+            return f"{name} without GROUP BY: a partition without solutions would leave it unbound"
+    keys = tuple((Var(f".gk{i}"), expr) for i, (_, expr) in enumerate(group.keys))
+    partials = tuple((Var(f".pp{i}"), aggregate) for i, (_, aggregate) in enumerate(group.aggregates))
+    merging = tuple(
+        (var, replace(aggregate, name=MERGED_BY[aggregate.name.upper()], expr=column, distinct=False))
+        for (var, aggregate), (column, _) in zip(group.aggregates, partials)
+    )
+    merge_keys = tuple((var, column) for (var, _), (column, _) in zip(group.keys, keys))
+    partial = replace(group, keys=keys, aggregates=partials)
+    merge = replace(group, keys=merge_keys, aggregates=merging)
+    return PartialAggregates(partial, merge, tuple(var for var, _ in (*keys, *partials)))

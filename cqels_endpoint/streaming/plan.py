@@ -20,7 +20,7 @@ from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.config import DEFAULT_STREAM_BASE
 from cqels_endpoint.errors import ArgumentError
-from cqels_endpoint.plan.partitioning import Partitioning, partitioning
+from cqels_endpoint.plan.partitioning import PartialAggregates, Partitioning, partitioning, split_aggregates
 from cqels_endpoint.plan.patterns import stream_triples
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.parser import parse_query
@@ -43,6 +43,9 @@ class JobPlan:
     static_nquads: str = field(default="", repr=False)
     # The static caches of ``partition_algebra`` built on the driver (streaming/caches.py), by cache key.
     caches: dict = field(default_factory=dict, repr=False, compare=False)
+    # A global group whose aggregates merge (plan.partitioning.split_aggregates) is aggregated in
+    # part by each partition; False: from the solutions, globally (the benchmark's comparison).
+    partial_aggregates: bool = True
 
     @cached_property
     def algebra(self) -> n.AlgebraQuery:
@@ -97,11 +100,33 @@ class JobPlan:
         return replace(algebra, form=QueryForm.SELECT, pattern=inner, template=(), register=None, emit=None)
 
     @cached_property
+    def partial(self) -> PartialAggregates | None:
+        """How the partitions aggregate in part (None: they hand on their solutions)."""
+        if not (self.partitioned and self.partial_aggregates):
+            return None
+        found = split_aggregates(self.split)
+        return found if isinstance(found, PartialAggregates) else None
+
+    @cached_property
+    def partial_algebra(self) -> n.AlgebraQuery:
+        """A partition's partial aggregation, over the solutions it owns (the rows of an
+        ``InstanceTable`` of ``split.schema``), as a SELECT of ``partial.schema``."""
+        group = replace(self.partial.partial, input=n.StaticPattern(n.InstanceTable(self.split.schema, ())))
+        pattern = n.Project(self.partial.schema, group)
+        return replace(self.algebra, form=QueryForm.SELECT, pattern=pattern, template=(), register=None, emit=None, datasets=(), lateness_ms=0)
+
+    @property
+    def output_schema(self) -> tuple:
+        """The columns of the rows the partitions hand the global stage."""
+        return self.partial.schema if self.partial is not None else self.split.schema
+
+    @cached_property
     def global_algebra(self) -> n.AlgebraQuery:
         """The global stage: the top of the query over the partitions' results as a cache."""
-        node: n.Pattern = n.StaticPattern(n.InstanceTable(self.split.schema, ()))
+        node: n.Pattern = n.StaticPattern(n.InstanceTable(self.output_schema, ()))
         for top in reversed(self.split.top):
-            node = replace(top, input=node)
+            merge = self.partial is not None and isinstance(top, n.Group)
+            node = replace(self.partial.merge if merge else top, input=node)
         if not self.split.top:  # SELECT *: every variable in scope below, the key among them
             node = n.Project(self.split.schema, node)
         return replace(self.algebra, pattern=node, datasets=(), lateness_ms=0)
@@ -128,6 +153,7 @@ def job_plan(
     lateness_ms: int | None = None,
     stream_base: str = DEFAULT_STREAM_BASE,
     static_nquads: str = "",
+    partial_aggregates: bool = True,
 ) -> JobPlan:
     """The plan of ``text`` on ``partitions`` partitions; ``r2s``/``name``/``lateness_ms`` default
     to the query's REGISTER clause (else ISTREAM, ``q1``) and its LATENESS."""
@@ -144,4 +170,5 @@ def job_plan(
     if lateness < 0:
         msg = f"lateness must be ≥ 0 ms, not {lateness}"
         raise ArgumentError(msg)
-    return JobPlan(text, name, R2S.choose(r2s.upper(), "r2s"), partitions, lateness, stream_base, static_nquads)
+    return JobPlan(text, name, R2S.choose(r2s.upper(), "r2s"), partitions, lateness, stream_base, static_nquads,
+                   partial_aggregates=partial_aggregates)

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import pyoxigraph as ox
 
+from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.caches.engines import parse_terms
 from cqels_endpoint.engine.continuous import ContinuousQuery
 from cqels_endpoint.engine.core import Engine
@@ -136,6 +137,11 @@ class PartitionRunner:
             query.on_changes = self._on_changes
         else:
             query.subscribe(self._on_emission)
+        # The partial aggregation over the solutions this partition owns (``JobPlan.partial``): the
+        # owned solutions' changes of an event go into its relation, its changes to the global stage.
+        self.partial = RelationStage(plan, plan.partial_algebra, self._on_partial_changes) if plan.partial is not None else None
+        self._owned: tuple[list, list] = ([], [])
+        self._partial_started = False
         self.clock: int | None = None
         self._event: Event | None = None
         self._out: list[Output] = []
@@ -152,6 +158,7 @@ class PartitionRunner:
             elif self.clock is not None and (event.time > self.clock or self.plan.now_windows or self._changed):
                 self.engine.advance(max(event.time, self.clock))
             self._changed = False
+            self._aggregate_in_part(event.time)
             self.clock = event.time if self.clock is None else max(self.clock, event.time)
             if self.partition == 0 and self.plan.partitioned:
                 self._out.append(Output(event.time, event.file, event.line, MARK, ""))
@@ -162,10 +169,20 @@ class PartitionRunner:
         """Moves the clock to ``time`` without an event (a rebuild catching up with the clock)."""
         if self.clock is None or time > self.clock:
             self.engine.advance(time)
+            self._aggregate_in_part(time)
             self.clock = time
 
     def close(self) -> None:
         self.engine.close()
+
+    def _aggregate_in_part(self, time: int) -> None:
+        """The partial aggregation (``JobPlan.partial``) takes the owned solutions' changes of the
+        evaluation at ``time``; its own changes go to the global stage."""
+        if self.partial is not None and (self._owned[0] or self._owned[1] or not self._partial_started):
+            self.partial.change(*self._owned)
+            self._owned = ([], [])
+            self._partial_started = True
+            self.partial.evaluate_at(time)
 
     def apply_static(self, change: str) -> None:
         """A cache's change of the static data (``streaming.follow``): it enters the plan with the
@@ -194,9 +211,21 @@ class PartitionRunner:
             for row, sign in changes
             if owner(row[key], partitions) == self.partition
         ]
+        if self.partial is not None:
+            for sign, row in rows:
+                self._owned[sign < 0].append(tuple(row))
+        elif rows:
+            self._hand_on(rows)
+
+    def _on_partial_changes(self, tau: int, changes: list[tuple[dict, int]]) -> None:
+        schema = [var.name for var in self.plan.partial.schema]
+        rows = [[sign, [None if (term := row.get(var)) is None else str(term) for var in schema]] for row, sign in changes]
         if rows:
-            event = self._event
-            self._out.append(Output(event.time, event.file, event.line, CHANGES, json.dumps(rows, ensure_ascii=False)))
+            self._hand_on(rows)
+
+    def _hand_on(self, rows: list) -> None:
+        event = self._event
+        self._out.append(Output(event.time, event.file, event.line, CHANGES, json.dumps(rows, ensure_ascii=False)))
 
     def _on_emission(self, emission) -> None:
         event = self._event
@@ -309,7 +338,7 @@ def _order(event: Event) -> tuple:
 @dataclass
 class GlobalState:
     """What the job keeps of its global stage: the relation (``GlobalMerger.relation``) as
-    ``(row, count)`` pairs, the time of the last event and the version."""
+    ``(row, count)`` pairs, the time of its last evaluation and the version."""
 
     version: int = 0
     time: int | None = None
@@ -327,7 +356,8 @@ def global_step(plan: JobPlan, state: GlobalState, outputs: Iterable[Output], li
     lines = merger.feed(outputs)
     if plan.partitioned:
         state.relation = list(merger.relation.items())
-    state.time = max((o.time for o in outputs), default=state.time)
+    # The last evaluation's time (a mark's): a rebuilt merger evaluates there once (GlobalMerger).
+    state.time = max((o.time for o in outputs if o.kind == MARK), default=state.time)
     state.version += 1
     live["global"] = (state.version, merger)
     return lines
@@ -432,49 +462,22 @@ def static_store(plan: JobPlan) -> ox.Store | None:
     return store
 
 
-class GlobalMerger:
-    """The global stage of a job (see the module docstring). ``relation`` is its state: each row
-    (the terms' N-Triples forms, None unbound) of the union of the partitions' results, with its
-    multiplicity."""
+class RelationStage:
+    """A plan over a relation its driver keeps, read as the content of an ``InstanceTable`` cache:
+    the global stage's (``GlobalMerger``) and a partition's partial aggregation. ``relation`` is
+    each row (the terms' N-Triples forms, None unbound) with its multiplicity; ``on_changes``, when
+    given, takes Γ's signed changes at each evaluation instead of R2S emissions."""
 
-    def __init__(self, plan: JobPlan, relation: Iterable[tuple[tuple, int]] = (), time: int | None = None):
-        self.plan = plan
+    def __init__(self, plan: JobPlan, algebra: n.AlgebraQuery, on_changes: Callable | None = None):
         self.relation: Counter[tuple] = Counter()
-        self.query: ContinuousQuery | None = None
-        if plan.partitioned:
-            algebra = plan.global_algebra
-            evaluator = IncrementalEvaluator(algebra, [], None, TermDictionary())
-            ((_node, self._cache),) = evaluator.built.caches
-            self._evaluator = evaluator
-            self.query = ContinuousQuery(plan.name, plan.text, algebra, plan.r2s, Mode.INCREMENTAL, [], evaluator)
-            rows = [(tuple(row), count) for row, count in relation]
-            if rows:
-                self._change([row for row, count in rows for _ in range(count)], [])
-                self.query.evaluate_at(time)
+        self.evaluator = IncrementalEvaluator(algebra, [], None, TermDictionary())
+        ((_node, self._cache),) = self.evaluator.built.caches
+        self.query = ContinuousQuery(plan.name, plan.text, algebra, plan.r2s, Mode.INCREMENTAL, [], self.evaluator)
+        if on_changes is not None:
+            self.query.on_changes = on_changes
 
-    def feed(self, outputs: Iterable[Output]) -> list[str]:
-        """The lines (JSON) of the emissions, late and rejected events of ``outputs``, in event order."""
-        if self.query is None:  # the partition's own emissions
-            return [o.payload for o in sorted(outputs, key=lambda o: (o.time, o.file, o.line))]
-        lines: list[str] = []
-        added: list[tuple] = []
-        removed: list[tuple] = []
-        for output in sorted(outputs, key=lambda o: (o.time, o.file, o.line, o.kind != CHANGES)):
-            if output.kind == CHANGES:
-                for sign, row in json.loads(output.payload):
-                    (added if sign > 0 else removed).append(tuple(row))
-            elif output.kind == MARK:
-                self._change(added, removed)
-                added, removed = [], []
-                lines.extend(emission.json_text() for emission in self.query.evaluate_at(output.time))
-            else:
-                lines.append(output.payload)
-        if added or removed:
-            msg = "changes without the mark of their event (partition 0 marks every event)"
-            raise RuntimeError(msg)
-        return lines
-
-    def _change(self, added: list[tuple], removed: list[tuple]) -> None:
+    def change(self, added: list[tuple], removed: list[tuple]) -> None:
+        """Rows enter and leave the relation, at the next ``evaluate_at``."""
         if not added and not removed:
             return
         relation = self.relation
@@ -489,8 +492,53 @@ class GlobalMerger:
             relation[row] -= 1
             if relation[row] <= 0:
                 del relation[row]
-        self._evaluator.stage_cache(self._cache, *_terms(enter, leave))
-        self._evaluator.release_caches([self._cache])
+        self.evaluator.stage_cache(self._cache, *_terms(enter, leave))
+        self.evaluator.release_caches([self._cache])
+
+    def evaluate_at(self, time: int) -> list:
+        return self.query.evaluate_at(time)
+
+
+class GlobalMerger:
+    """The global stage of a job (see the module docstring). ``relation`` is its state: the union
+    of the partitions' results (``RelationStage.relation``)."""
+
+    def __init__(self, plan: JobPlan, relation: Iterable[tuple[tuple, int]] = (), time: int | None = None):
+        self.plan = plan
+        self.stage: RelationStage | None = None
+        if plan.partitioned:
+            self.stage = RelationStage(plan, plan.global_algebra)
+            # Evaluated once as the merger it replaces last was, even over no rows: Γ of an implicit
+            # group (COUNT over nothing) is not new at the next event.
+            if time is not None:
+                self.stage.change([tuple(row) for row, count in relation for _ in range(count)], [])
+                self.stage.evaluate_at(time)
+
+    @property
+    def relation(self) -> Counter:
+        return self.stage.relation
+
+    def feed(self, outputs: Iterable[Output]) -> list[str]:
+        """The lines (JSON) of the emissions, late and rejected events of ``outputs``, in event order."""
+        if self.stage is None:  # the partition's own emissions
+            return [o.payload for o in sorted(outputs, key=lambda o: (o.time, o.file, o.line))]
+        lines: list[str] = []
+        added: list[tuple] = []
+        removed: list[tuple] = []
+        for output in sorted(outputs, key=lambda o: (o.time, o.file, o.line, o.kind != CHANGES)):
+            if output.kind == CHANGES:
+                for sign, row in json.loads(output.payload):
+                    (added if sign > 0 else removed).append(tuple(row))
+            elif output.kind == MARK:
+                self.stage.change(added, removed)
+                added, removed = [], []
+                lines.extend(emission.json_text() for emission in self.stage.evaluate_at(output.time))
+            else:
+                lines.append(output.payload)
+        if added or removed:
+            msg = "changes without the mark of their event (partition 0 marks every event)"
+            raise RuntimeError(msg)
+        return lines
 
 
 def _terms(*groups: list[tuple]) -> list[list[tuple]]:

@@ -67,11 +67,47 @@ def test_a_query_without_a_key_runs_on_one_partition_and_says_why(query, reason)
     assert reason in plan.split.reason
 
 
+KEYED_JOIN = f"STREAM {S} [RANGE 1s] {{ ?s <http://ex.org/p> ?o . ?s <http://ex.org/q> ?x }}"
+
+
+@pytest.mark.parametrize(
+    ("select", "group_by", "merged"),
+    [
+        ("(COUNT(*) AS ?n) (COUNT(?x) AS ?c)", "GROUP BY ?o", "COUNT → SUM"),
+        ("(MIN(?x) AS ?lo) (MAX(?x) AS ?hi) (SAMPLE(?x) AS ?any)", "GROUP BY ?o", "MAX → MAX, MIN → MIN, SAMPLE → SAMPLE"),
+        ("(COUNT(DISTINCT ?s) AS ?keys)", "GROUP BY ?o", "COUNT → SUM"),  # the key's values live in one partition each
+        ("(COUNT(*) AS ?n)", "", "COUNT → SUM"),
+    ],
+)
+def test_mergeable_aggregates_are_aggregated_in_part_by_the_partitions(select, group_by, merged):
+    plan = job_plan(f"SELECT {'?o ' if group_by else ''}{select} WHERE {{ {KEYED_JOIN} }} {group_by}", 2)
+    assert plan.partial is not None and plan.partial.describe().endswith(merged)
+    assert plan.output_schema == plan.partial.schema
+    assert job_plan(plan.text, 2, partial_aggregates=False).partial is None
+
+
+@pytest.mark.parametrize(
+    ("select", "group_by", "reason"),
+    [
+        ("(SUM(?x) AS ?t)", "GROUP BY ?o", "SUM has no partial aggregate here"),
+        ("(AVG(?x) AS ?a)", "GROUP BY ?o", "AVG has no partial aggregate here"),
+        ("(GROUP_CONCAT(?x) AS ?all)", "GROUP BY ?o", "GROUP_CONCAT has no partial aggregate here"),
+        ("(COUNT(DISTINCT ?x) AS ?d)", "GROUP BY ?o", "COUNT(DISTINCT …) of anything but the key"),
+        ("(MIN(?x) AS ?lo)", "", "MIN without GROUP BY"),
+    ],
+)
+def test_other_aggregates_are_merged_from_the_solutions_and_explain_says_why(select, group_by, reason):
+    plan = job_plan(f"SELECT {select} WHERE {{ {KEYED_JOIN} }} {group_by}", 2)
+    assert plan.partitioned and plan.partial is None
+    assert any(reason in line for line in plan.split.describe())
+
+
 def test_explain_prints_the_split(capsys):
     assert main(["explain", str(QUERIES / "debs-q1-frequent-routes.rq")]) == 0
     section = capsys.readouterr().out.split("# spark job (cqels spark-job)\n")[1].splitlines()
     assert section[0] == "partitioned by ?trip (<http://debs2015.org/streams/trips> by subject)"
-    assert section[1].startswith("global stage: slice → project → orderby → extend → filter → group (COUNT")
+    assert section[1] == "global stage: slice → project → orderby → extend → filter → group (COUNT)"
+    assert section[2] == "partial aggregates per partition, merged globally: COUNT → SUM"
     assert main(["explain", str(QUERIES / "conference-q2-reachable.rq")]) == 0
     assert capsys.readouterr().out.endswith("# spark job (cqels spark-job)\none partition: no variable occurs in every stream triple pattern\n")
 
