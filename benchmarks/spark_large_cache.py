@@ -86,7 +86,8 @@ def run_variant(args) -> None:
     """One job in this process; prints its figures as one JSON line."""
     from cqels_endpoint.spark.session import build_session
     from cqels_endpoint.streaming import job as streaming_job
-    from cqels_endpoint.streaming.job import committed_lines, input_lines, run_job, static_nquads
+    from cqels_endpoint.streaming.follow import static_nquads
+    from cqels_endpoint.streaming.job import committed_lines, input_lines, run_job
     from cqels_endpoint.streaming.plan import job_plan
     from cqels_endpoint.streaming.stages import comparable, single_process_lines
 

@@ -99,7 +99,8 @@ def _spark_job(args: argparse.Namespace) -> int:
 
 
 def _verify(text: str, args: argparse.Namespace) -> int:
-    from cqels_endpoint.streaming.job import committed_lines, input_lines, static_nquads
+    from cqels_endpoint.streaming.follow import static_nquads
+    from cqels_endpoint.streaming.job import committed_lines, input_lines
     from cqels_endpoint.streaming.plan import job_plan
     from cqels_endpoint.streaming.stages import comparable, single_process_lines
 

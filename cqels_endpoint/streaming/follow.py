@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pyoxigraph as ox
+
 from cqels_endpoint.errors import ArgumentError
 
 log = logging.getLogger("cqels_endpoint.streaming")
@@ -43,8 +45,6 @@ class StaticFiles:
         return json.dumps([(str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in self.paths])
 
     def nquads(self) -> str:
-        from cqels_endpoint.streaming.job import static_nquads
-
         return static_nquads(self.paths)
 
 
@@ -69,6 +69,14 @@ class StaticEndpoint:
         except (OSError, ValueError) as error:  # URLError and HTTPError are OSErrors
             msg = f"cannot read the static data from {self.url}{path}: {error}"
             raise ArgumentError(msg) from None
+
+
+def static_nquads(paths: Sequence[str | Path]) -> str:
+    """RDF files (their named graphs kept; triples in the default graph) as one N-Quads text."""
+    store = ox.Store()
+    for path in paths:
+        store.load(path=str(path))
+    return store.dump(format=ox.RdfFormat.N_QUADS).decode() if paths else ""
 
 
 def static_source(paths: Sequence[str | Path], endpoint: str | None) -> StaticFiles | StaticEndpoint | None:

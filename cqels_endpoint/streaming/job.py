@@ -44,7 +44,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
-import pyoxigraph as ox
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from cqels_endpoint.caches.engines import ParquetRows
@@ -285,14 +284,6 @@ def _check_runnable(plan: JobPlan, sink: str) -> None:
         engine.close()
     if sink == "post" and plan.algebra.form != QueryForm.CONSTRUCT:
         raise ArgumentError("--post-to pushes triples into a stream: it needs a CONSTRUCT query")
-
-
-def static_nquads(paths: Sequence[str | Path]) -> str:
-    """The static files every partition loads, as one N-Quads text."""
-    store = ox.Store()
-    for path in paths:
-        store.load(path=str(path))
-    return store.dump(format=ox.RdfFormat.N_QUADS).decode() if paths else ""
 
 
 def _file_lines(session, events_dir: Path, max_files: int | None):

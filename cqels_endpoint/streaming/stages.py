@@ -225,6 +225,8 @@ class PartitionRunner:
 
     def _hand_on(self, rows: list) -> None:
         event = self._event
+        if event is None:  # a rebuild catching up before any event: nothing it makes is handed on
+            return
         self._out.append(Output(event.time, event.file, event.line, CHANGES, json.dumps(rows, ensure_ascii=False)))
 
     def _on_emission(self, emission) -> None:

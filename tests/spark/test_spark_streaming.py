@@ -23,7 +23,8 @@ from cqels_endpoint.cli import main
 from cqels_endpoint.cli.replay import DEBS_TRIPS
 from cqels_endpoint.errors import SparkUnavailableError
 from cqels_endpoint.streaming import job as streaming_job
-from cqels_endpoint.streaming.job import committed_lines, input_lines, run_job, static_nquads
+from cqels_endpoint.streaming.follow import static_nquads
+from cqels_endpoint.streaming.job import committed_lines, input_lines, run_job
 from cqels_endpoint.streaming.plan import job_plan
 from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines
 

@@ -25,7 +25,8 @@ from stored_queries import FLOORPLAN, LV, RFID
 from cqels_endpoint.caches.engines import LocalCacheEngine
 from cqels_endpoint.cli.replay import DEBS_TRIPS
 from cqels_endpoint.streaming.caches import record_caches, shards
-from cqels_endpoint.streaming.job import bounded_frames, static_nquads
+from cqels_endpoint.streaming.follow import static_nquads
+from cqels_endpoint.streaming.job import bounded_frames
 from cqels_endpoint.streaming.plan import job_plan
 from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines, static_store
 
