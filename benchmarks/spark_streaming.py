@@ -95,12 +95,13 @@ def replay_engine(text: str, events_dir: Path, limit: int | None = None) -> dict
     return {"trips": len(latencies), "wall": wall, "latencies": latencies, "lines": lines}
 
 
-def run_spark(text: str, events_dir: Path, work: Path, session, partitions: int, files_per_trigger: int, master: str) -> dict:
-    """One run of the Spark job to the end of ``events_dir``, in fresh output and checkpoint directories."""
+def run_spark(text: str, events_dir: Path, work: Path, session, partitions: int, files_per_trigger: int, master: str, **options) -> dict:
+    """One run of the Spark job to the end of ``events_dir``, in fresh output and checkpoint
+    directories; ``options`` go to ``run_job``."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"p{partitions}-f{files_per_trigger}-", dir=work))
     output = run_dir / "output"
     report = run_job(text, events_dir, output=output, partitions=partitions, checkpoint=run_dir / "checkpoint",
-                     session=session, master=master, max_files_per_trigger=files_per_trigger)
+                     session=session, master=master, max_files_per_trigger=files_per_trigger, **options)
     lines = committed_lines(output)
     shutil.rmtree(run_dir)
     return {"partitions": partitions, "files_per_trigger": files_per_trigger, "wall": report.wall_seconds,

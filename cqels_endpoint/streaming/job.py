@@ -123,7 +123,7 @@ class JobReport:
 def describe(plan: JobPlan) -> dict:
     """The split of a job's query as ``explain`` and the report give it."""
     split = plan.split
-    lines = split.describe() if plan.partitioned or not split.partitioned else ["one partition: --partitions 1"]
+    lines = split.describe(plan.partial_aggregates) if plan.partitioned or not split.partitioned else ["one partition: --partitions 1"]
     return {
         "partitions": plan.tasks,
         "key": str(split.key) if plan.partitioned else None,
@@ -155,6 +155,7 @@ def run_job(
     inline_cache_rows: int | None = INLINE_CACHE_ROWS,
     static_endpoint: str | None = None,
     follow_interval_s: float = 1.0,
+    partial_aggregates: bool = True,
 ) -> JobReport:
     """Runs ``query`` over the event files in ``events`` (see the module docstring).
 
@@ -173,7 +174,9 @@ def run_job(
     ``static_endpoint``: the URL of a ``cqels serve`` whose store is the static data (instead of
     ``static``). A job that runs until interrupted (``until_done`` false) follows its static data,
     every ``follow_interval_s`` seconds (``streaming.follow``): every cache is then collected on the
-    driver, which hands the partitions each change.
+    driver, which hands the partitions each change. ``partial_aggregates``: a global group whose
+    aggregates merge is aggregated in part by the partitions (``JobPlan.partial``; False: from the
+    solutions, globally).
     """
     if inline_cache_rows is not None and inline_cache_rows < 0:
         msg = f"inline_cache_rows must be ≥ 0 or None, not {inline_cache_rows}"
@@ -203,7 +206,8 @@ def run_job(
     try:
         if partitions is None:
             partitions = session.sparkContext.defaultParallelism
-        plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text)
+        plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text,
+                        partial_aggregates=partial_aggregates)
         large: dict = {}
         checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
         follower = None

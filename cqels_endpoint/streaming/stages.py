@@ -372,6 +372,7 @@ def run_locally(
     large: CacheRows | None = None,
     changes: Sequence[Sequence[tuple[str, str, int]]] = (),
     fresh_workers: bool = False,
+    on_outputs: Callable[[list[Output]], None] | None = None,
 ) -> list[str]:
     """The job's three steps in this process, one micro-batch per item of ``batches`` (each the
     ``(text, file, line number)`` of its input lines): the lines its sink would receive. The tests
@@ -379,7 +380,8 @@ def run_locally(
     partitions as the job gives those too large to ship, each partition its shard. ``changes``:
     the lines of the change files (``streaming.follow``) each micro-batch reads, by batch.
     ``fresh_workers``: every micro-batch finds no live stage, as on a new Python worker, and
-    rebuilds each from its state."""
+    rebuilds each from its state. ``on_outputs``: given what the partitions hand the global stage,
+    each micro-batch (the benchmarks count it)."""
     parts = shards(plan, large or {})
     states = [PartitionState() for _ in range(plan.tasks)]
     global_state, live, lines, watermark = GlobalState(), {}, [], 0
@@ -394,6 +396,8 @@ def run_locally(
         for part in {row.part for row in routed}:
             rows = [row for row in routed if row.part == part]
             outputs.extend(partition_step(plan, part, states[part], rows, live, watermark, lambda part=part: parts[part]))
+        if on_outputs is not None:
+            on_outputs(outputs)
         if outputs:
             lines.extend(global_step(plan, global_state, outputs, live))
         watermark = next_watermark(plan, watermark, routed)
