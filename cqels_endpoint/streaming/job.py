@@ -57,8 +57,10 @@ from cqels_endpoint.streaming.follow import Follower, static_source
 from cqels_endpoint.streaming.plan import JobPlan, job_plan
 from cqels_endpoint.streaming.stages import (
     Event,
+    GlobalMerger,
     GlobalState,
     Output,
+    PartitionRunner,
     PartitionState,
     Routed,
     global_step,
@@ -286,6 +288,12 @@ def _check_runnable(plan: JobPlan, sink: str) -> None:
         engine.check(plan.text, r2s=plan.r2s)
     finally:
         engine.close()
+    split = replace(plan, partitions=2)
+    if split.partitioned:
+        # The plans of the split itself (partition, partial aggregation, global stage), compiled
+        # here: what the operators cannot run is refused now, not in a task deep in Spark.
+        PartitionRunner(split, 0, 0).close()
+        GlobalMerger(split)
     if sink == "post" and plan.algebra.form != QueryForm.CONSTRUCT:
         raise ArgumentError("--post-to pushes triples into a stream: it needs a CONSTRUCT query")
 
