@@ -199,8 +199,7 @@ class PartitionRunner:
         """A change's cache and rows, of a cache cut by partition only the rows this one holds."""
         key, added, removed = parse_delta(json.loads(change))
         if key in self.sharded:
-            mine = [row for row in added + removed if self.partition in row_partitions(self.plan, key[1], row)]
-            added, removed = [row for row in added if row in mine], [row for row in removed if row in mine]
+            added, removed = ([row for row in rows if self.partition in row_partitions(self.plan, key[1], row)] for rows in (added, removed))
         return key, added, removed
 
     def _on_changes(self, tau: int, changes: list[tuple[dict, int]]) -> None:
