@@ -36,17 +36,21 @@ def change_lines(plan: JobPlan, old: str, new: str, number: int = 1) -> list[tup
     return [(line, f"change-{number:06d}.ndjson", k) for k, line in enumerate(lines, 1)]
 
 
-def assert_follows(case: JobCase, partitions: int, new_static: str, at: int, alone: bool = False, fresh: bool = False) -> list[str]:
+def assert_follows(
+    case: JobCase, partitions: int, new_static: str, at: int, alone: bool = False, fresh: bool = False, sharded: bool = False
+) -> list[str]:
     """The job with the static data replaced by ``new_static`` before file ``at``: in that file's
-    micro-batch, or ``alone`` in one before it; ``fresh``: each micro-batch on a new worker."""
+    micro-batch, or ``alone`` in one before it; ``fresh``: each micro-batch on a new worker;
+    ``sharded``: the caches cut by partition, as the job gives those too large to ship."""
     plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static)
     batches = case.lines()
     changes = [[] for _ in batches]
     changes[at] = change_lines(plan, case.static, new_static)
-    shipped = replace(plan, caches=caches_of(plan, case.static), static_nquads="")
+    caches = caches_of(plan, case.static)
+    shipped = replace(plan, caches={} if sharded else caches, static_nquads="")
     if alone:
         batches, changes = [*batches[:at], [], *batches[at:]], [*changes[:at], changes[at], [], *changes[at + 1 :]]
-    got = run_locally(shipped, batches, changes=changes, fresh_workers=fresh)
+    got = run_locally(shipped, batches, large=caches if sharded else None, changes=changes, fresh_workers=fresh)
     # Before the first event of file ``at`` in the job's event order (time, file, line).
     place = (case.files[at][0][1], file_name(at), 0)
     expected = single_process_lines(plan, [line for batch in batches for line in batch], changes=[(place, new_static)])
@@ -56,10 +60,11 @@ def assert_follows(case: JobCase, partitions: int, new_static: str, at: int, alo
 
 @settings(ORACLE_SETTINGS, max_examples=examples(60))
 @given(case=job_cases(), partitions=st.sampled_from([1, 2, 3]), labels=st.sets(st.sampled_from(LABELS)), alone=st.booleans(),
-       fresh=st.booleans(), data=st.data())
-def test_a_static_change_reaches_the_partitions_at_a_micro_batch_boundary(case, partitions, labels, alone, fresh, data) -> None:
+       fresh=st.booleans(), sharded=st.booleans(), data=st.data())
+def test_a_static_change_reaches_the_partitions_at_a_micro_batch_boundary(case, partitions, labels, alone, fresh, sharded, data) -> None:
     assume(case.static and len(case.files) > 1)
-    assert_follows(case, partitions, "".join(sorted(labels)), data.draw(st.integers(1, len(case.files) - 1)), alone, fresh)
+    at = data.draw(st.integers(1, len(case.files) - 1))
+    assert_follows(case, partitions, "".join(sorted(labels)), at, alone, fresh, sharded)
 
 
 def test_a_label_that_changes_changes_the_join() -> None:
