@@ -42,11 +42,23 @@ cdef class _Sum(_Aggregate):
     cdef object binary
 
     cdef int _apply(self, _Summand summand, int sign) except -1
+    cdef int _rank(self)
     cdef object _total(self)
 
 
 cdef class _Avg(_Sum):
     pass
+
+
+cdef class _ExactSum(_Sum):
+    """EXACT_SUM: the exact state of a partition's SUM or AVG (runtime.aggregates)."""
+    pass
+
+
+cdef class _MergedSums(_Aggregate):
+    cdef bint average                 # AVG_OF_EXACT (else SUM_OF_EXACT)
+    cdef dict states                  # exact_sum_state tuple → multiplicity
+    cdef int64_t invalid              # values that are not exact-sum states
 
 
 cdef class _Entry:

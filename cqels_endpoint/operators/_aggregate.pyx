@@ -42,7 +42,10 @@ from cqels_endpoint.runtime.aggregates import (
     SLOT_BINARY,
     SLOT_DECIMAL,
     SLOT_INTEGER,
+    add_exact_sums,
     average_literal,
+    exact_sum_literal,
+    exact_sum_state,
     is_numeric,
     sum_literal,
     value_key,
@@ -56,11 +59,12 @@ _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-lev
 
 # Aggregate kinds, by name.
 cdef enum:
-    _COUNT, _SUM, _AVG, _MIN, _MAX, _SAMPLE, _MEDIAN, _GROUP_CONCAT
+    _COUNT, _SUM, _AVG, _MIN, _MAX, _SAMPLE, _MEDIAN, _GROUP_CONCAT, _EXACT_SUM, _SUM_OF_EXACT, _AVG_OF_EXACT
 
 _KINDS = {
     "COUNT": _COUNT, "SUM": _SUM, "AVG": _AVG, "MIN": _MIN, "MAX": _MAX, "SAMPLE": _SAMPLE,
     "MEDIAN": _MEDIAN, "GROUP_CONCAT": _GROUP_CONCAT,
+    "EXACT_SUM": _EXACT_SUM, "SUM_OF_EXACT": _SUM_OF_EXACT, "AVG_OF_EXACT": _AVG_OF_EXACT,
 }
 
 # Bucket sizes of the ordered bags: a bucket over _MAX_BUCKET entries is split in two halves, one
@@ -186,12 +190,15 @@ cdef class _Sum(_Aggregate):
             self.binary = self.binary + summand.amount if sign > 0 else self.binary - summand.amount
         return 0
 
-    cdef object _total(self):
+    cdef int _rank(self):
         cdef int rank = 3
         while rank > 0 and self.ranks[rank] == 0:
             rank -= 1
+        return rank
+
+    cdef object _total(self):
         return sum_literal(
-            rank, self.integers, self.decimals, self.binary, self.slots[3], self.slots[4], self.slots[5]
+            self._rank(), self.integers, self.decimals, self.binary, self.slots[3], self.slots[4], self.slots[5]
         )
 
     cdef object result(self):
@@ -206,6 +213,58 @@ cdef class _Avg(_Sum):
             return None
         try:
             return average_literal(self._total(), self.ranks[0] + self.ranks[1] + self.ranks[2] + self.ranks[3])
+        except ExpressionError:
+            return None
+
+
+cdef class _ExactSum(_Sum):
+    cdef object result(self):
+        if self.errors or self.invalid:
+            return None
+        count = self.ranks[0] + self.ranks[1] + self.ranks[2] + self.ranks[3]
+        return exact_sum_literal(
+            count, self._rank(), self.integers, self.decimals, self.binary, self.slots[3], self.slots[4], self.slots[5]
+        )
+
+
+cdef class _MergedSums(_Aggregate):
+    """SUM_OF_EXACT / AVG_OF_EXACT: the partitions' exact states (``_ExactSum``) of one group,
+    added up; few per group (one per partition), so the total is recomputed from them."""
+
+    def __cinit__(self, bint average):
+        self.average = average
+        self.states = {}
+
+    cdef object add(self, object value):
+        if value is None:
+            self.errors += 1
+            return None
+        try:
+            state = exact_sum_state(value)
+        except ExpressionError:
+            self.invalid += 1
+            return False
+        self.states[state] = self.states.get(state, 0) + 1
+        return state
+
+    cdef int remove(self, object handle) except -1:
+        if handle is None:
+            self.errors -= 1
+        elif handle is False:
+            self.invalid -= 1
+        elif self.states[handle] == 1:
+            del self.states[handle]
+        else:
+            self.states[handle] -= 1
+        return 0
+
+    cdef object result(self):
+        if self.errors or self.invalid:
+            return None
+        total = add_exact_sums([state for state, count in self.states.items() for _ in range(count)])
+        try:
+            found = sum_literal(*total[1:])
+            return average_literal(found, total[0]) if self.average else found
         except ExpressionError:
             return None
 
@@ -542,6 +601,10 @@ cdef class _GroupCore:
                 aggregates.append(_Sum(self.distinct[i]))
             elif kind == _AVG:
                 aggregates.append(_Avg(self.distinct[i]))
+            elif kind == _EXACT_SUM:
+                aggregates.append(_ExactSum(self.distinct[i]))
+            elif kind == _SUM_OF_EXACT or kind == _AVG_OF_EXACT:
+                aggregates.append(_MergedSums(kind == _AVG_OF_EXACT))
             else:
                 aggregates.append(_Bag(kind, self.distinct[i], self.separators[i]))
         group.key = key

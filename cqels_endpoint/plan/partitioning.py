@@ -253,11 +253,19 @@ def _schema(top: tuple[n.Pattern, ...], inner: n.Pattern) -> tuple[Var, ...]:
     return tuple(var for var in in_scope(inner) if var in used)
 
 
-# The aggregates whose partial results per partition merge into the aggregate of the union, with
-# the aggregate that merges them. A SUM or AVG would need the engine's exact sum as a partial
-# state (a rounded float or double sum per partition changes answers), GROUP_CONCAT and MEDIAN the
+# The aggregates whose partial results per partition merge into the aggregate of the union: the
+# partial aggregate each partition evaluates and the one that merges the partials. SUM and AVG go
+# through the engine's exact sum (``runtime.aggregates.EXACT_SUM``: a float or double sum rounded
+# per partition would change answers), rounded once by the merge. GROUP_CONCAT and MEDIAN need the
 # values themselves: those groups are aggregated globally from the solutions.
-MERGED_BY = {"COUNT": "SUM", "MIN": "MIN", "MAX": "MAX", "SAMPLE": "SAMPLE"}
+SPLIT_AS = {
+    "COUNT": ("COUNT", "SUM"),
+    "SUM": ("EXACT_SUM", "SUM_OF_EXACT"),
+    "AVG": ("EXACT_SUM", "AVG_OF_EXACT"),
+    "MIN": ("MIN", "MIN"),
+    "MAX": ("MAX", "MAX"),
+    "SAMPLE": ("SAMPLE", "SAMPLE"),
+}
 
 
 @dataclass(frozen=True)
@@ -270,10 +278,16 @@ class PartialAggregates:
     partial: n.Group
     merge: n.Group
     schema: tuple[Var, ...]
+    names: tuple[str, ...]  # the query's aggregates, in order
 
     def describe(self) -> str:
-        pairs = sorted({f"{agg.name.upper()} → {merged.name}" for (_, agg), (_, merged) in zip(self.partial.aggregates, self.merge.aggregates)})
-        return f"partial aggregates per partition, merged globally: {', '.join(pairs)}"
+        pairs = set()
+        for name, (_, partial), (_, merged) in zip(self.names, self.partial.aggregates, self.merge.aggregates):
+            if partial.name != name:
+                pairs.add(f"{name} as {partial.name} → {merged.name}")
+            else:
+                pairs.add(name if merged.name == name else f"{name} → {merged.name}")
+        return f"partial aggregates per partition, merged globally: {', '.join(sorted(pairs))}"
 
 
 def split_aggregates(split: Partitioning) -> PartialAggregates | str:
@@ -283,22 +297,22 @@ def split_aggregates(split: Partitioning) -> PartialAggregates | str:
     if split.key is None or group is None:
         return "no group is aggregated globally"
     for _, aggregate in group.aggregates:
-        name = aggregate.name.upper() if isinstance(aggregate.name, str) else str(aggregate.name)
-        if name not in MERGED_BY:
+        name = aggregate.name
+        if name not in SPLIT_AS:
             return f"{name} has no partial aggregate here"
-        if name == "COUNT" and aggregate.distinct and aggregate.expr != split.key:
-            return "a COUNT(DISTINCT …) of anything but the key counts values of several partitions once"
-        if not group.keys and name != "COUNT":
-            # Without GROUP BY a partition without solutions has the one group too, whose MIN, MAX
-            # or SAMPLE is unbound: merged with the others it would make their error.
+        if aggregate.distinct and name in ("COUNT", "SUM", "AVG") and aggregate.expr != split.key:
+            return f"a {name}(DISTINCT …) of anything but the key meets values of several partitions once"
+        if not group.keys and name in ("MIN", "MAX"):
+            # Without GROUP BY a partition without solutions has the one group too, whose MIN or
+            # MAX is unbound: merged with the others it would make their error.
             return f"{name} without GROUP BY: a partition without solutions would leave it unbound"
     keys = tuple((Var(f".gk{i}"), expr) for i, (_, expr) in enumerate(group.keys))
-    partials = tuple((Var(f".pp{i}"), aggregate) for i, (_, aggregate) in enumerate(group.aggregates))
+    partials = tuple((Var(f".pp{i}"), replace(aggregate, name=SPLIT_AS[aggregate.name][0])) for i, (_, aggregate) in enumerate(group.aggregates))
     merging = tuple(
-        (var, replace(aggregate, name=MERGED_BY[aggregate.name.upper()], expr=column, distinct=False))
+        (var, replace(aggregate, name=SPLIT_AS[aggregate.name][1], expr=column, distinct=False))
         for (var, aggregate), (column, _) in zip(group.aggregates, partials)
     )
     merge_keys = tuple((var, column) for (var, _), (column, _) in zip(group.keys, keys))
     partial = replace(group, keys=keys, aggregates=partials)
     merge = replace(group, keys=merge_keys, aggregates=merging)
-    return PartialAggregates(partial, merge, tuple(var for var, _ in (*keys, *partials)))
+    return PartialAggregates(partial, merge, tuple(var for var, _ in (*keys, *partials)), tuple(agg.name for _, agg in group.aggregates))

@@ -180,7 +180,8 @@ def average_literal(total: Literal, count: int) -> Literal:
     return fn.arithmetic("/", total, integer_literal(count))
 
 
-def _sum(values: Sequence, separator: str | None = None) -> Literal:
+def _totals(values: Sequence) -> tuple[int, list]:
+    """The highest rank of ``values`` and their :func:`summand` amounts added up, by slot."""
     rank = RANK_INTEGER
     totals: list = [0, Decimal(0), 0, 0, 0, 0]  # by slot
     for value in values:
@@ -192,11 +193,69 @@ def _sum(values: Sequence, separator: str | None = None) -> Literal:
             totals[slot] += 1
         else:
             totals[slot] += amount
+    return rank, totals
+
+
+def _sum(values: Sequence, separator: str | None = None) -> Literal:
+    rank, totals = _totals(values)
     return sum_literal(rank, *totals)
 
 
 def _avg(values: Sequence, separator: str | None) -> Literal:
     return average_literal(_sum(values), len(values))
+
+
+# ---------------------------------------------------------------------- partial sums
+
+# A partition of a Spark job sums its share of a group exactly and hands on that state; the global
+# stage adds the states and rounds once (streaming/, plan.partitioning.split_aggregates), so SUM and
+# AVG are the single engine's to the bit. The state is a literal of this internal datatype.
+EXACT_SUM_DATATYPE = NamedNode("urn:cqels:datatype:exact-sum")
+
+
+def exact_sum_literal(count: int, rank: int, integers: int, decimals: Decimal, binary: int, nan: int, positive_infinity: int,
+                      negative_infinity: int) -> Literal:
+    """The exact state of a sum of ``count`` values of highest rank ``rank`` (:func:`sum_literal`'s
+    amounts). Equal states are equal terms: the decimal total is written without trailing zeros
+    (a partition rebuilt from its events must hand on the very state it replaced)."""
+    canonical = format(EXACT.normalize(decimals), "f") if decimals else "0"
+    parts = (count, rank, integers, canonical, binary, nan, positive_infinity, negative_infinity)
+    return Literal(" ".join(map(str, parts)), datatype=EXACT_SUM_DATATYPE)
+
+
+def exact_sum_state(term) -> tuple:
+    """``(count, rank, integers, decimals, binary, nan, +inf, -inf)`` of an :func:`exact_sum_literal`."""
+    if not isinstance(term, Literal) or term.datatype != EXACT_SUM_DATATYPE:
+        raise ExpressionError(f"not an exact sum: {term}")
+    count, rank, integers, decimals, binary, nan, positive, negative = term.value.split(" ")
+    return int(count), int(rank), int(integers), Decimal(decimals), int(binary), int(nan), int(positive), int(negative)
+
+
+def add_exact_sums(states: Sequence[tuple]) -> tuple:
+    """The state of the sum of the values of ``states`` (each :func:`exact_sum_state`)."""
+    count, rank, integers, decimals, binary, nan, positive, negative = 0, RANK_INTEGER, 0, Decimal(0), 0, 0, 0, 0
+    for state in states:
+        count += state[0]
+        rank = max(rank, state[1])
+        integers += state[2]
+        decimals = EXACT.add(decimals, state[3])
+        binary += state[4]
+        nan, positive, negative = nan + state[5], positive + state[6], negative + state[7]
+    return count, rank, integers, decimals, binary, nan, positive, negative
+
+
+def _exact_sum(values: Sequence, separator: str | None) -> Literal:
+    rank, totals = _totals(values)
+    return exact_sum_literal(len(values), rank, *totals)
+
+
+def _sum_of_exact(values: Sequence, separator: str | None) -> Literal:
+    return sum_literal(*add_exact_sums([exact_sum_state(value) for value in values])[1:])
+
+
+def _avg_of_exact(values: Sequence, separator: str | None) -> Literal:
+    state = add_exact_sums([exact_sum_state(value) for value in values])
+    return average_literal(sum_literal(*state[1:]), state[0])
 
 
 def _median(values: Sequence, separator: str | None):
@@ -228,8 +287,12 @@ AGGREGATES: dict[str, Aggregate] = {
     "SAMPLE": Aggregate(_first, strict=False),
     "GROUP_CONCAT": Aggregate(_group_concat, strict=True),
     "MEDIAN": Aggregate(_median, strict=True),
+    # Internal, no syntax: a partition's exact state of a SUM or AVG, and the two that merge those.
+    "EXACT_SUM": Aggregate(_exact_sum, strict=True),
+    "SUM_OF_EXACT": Aggregate(_sum_of_exact, strict=True),
+    "AVG_OF_EXACT": Aggregate(_avg_of_exact, strict=True),
 }
-"""The aggregates a query may use, by upper-case name."""
+"""The aggregates a plan may hold, by upper-case name."""
 
 
 def finish(name: str, values: Sequence, errors: int, separator: str | None = None):

@@ -415,3 +415,28 @@ def test_the_sum_is_the_exact_sum_rounded_once_in_any_order(numbers, floats, int
     random.Random(seed).shuffle(terms)
     assert finish("SUM", terms, 0) == expected
     assert finish("SUM", terms[::-1], 0) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    numbers=st.lists(st.floats(), max_size=10),
+    floats=st.lists(st.floats(width=32), max_size=3),
+    decimals=st.lists(st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-(10**6), max_value=10**6), max_size=3),
+    integers=st.lists(st.integers(-(10**20), 10**20), max_size=3),
+    parts=st.integers(1, 4),
+    seed=st.integers(0, 1000),
+)
+def test_exact_partial_sums_merge_into_the_sum_and_average_of_the_whole(numbers, floats, decimals, integers, parts, seed):
+    # A Spark job's partitions sum their shares exactly (EXACT_SUM) and the global stage merges the
+    # states, rounding once: the SUM and AVG of the whole, to the bit, however the values split.
+    terms = [numeric_literal(RANK_DOUBLE, x) for x in numbers] + [numeric_literal(RANK_FLOAT, x) for x in floats]
+    terms += [numeric_literal(RANK_DECIMAL, d) for d in decimals] + [integer(value) for value in integers]
+    rng = random.Random(seed)
+    shares = [[] for _ in range(parts)]
+    for term in terms:
+        shares[rng.randrange(parts)].append(term)
+    states = [finish("EXACT_SUM", share, 0) for share in shares]
+    for whole, merged in (("SUM", "SUM_OF_EXACT"), ("AVG", "AVG_OF_EXACT")):
+        assert finish(merged, states, 0) == finish(whole, terms, 0)
+    # A share in error (an unbound argument) makes its state, and then the merged SUM, an error.
+    assert finish("EXACT_SUM", shares[0], 1) is None and finish("SUM_OF_EXACT", states[1:], 1) is None

@@ -74,9 +74,10 @@ KEYED_JOIN = f"STREAM {S} [RANGE 1s] {{ ?s <http://ex.org/p> ?o . ?s <http://ex.
     ("select", "group_by", "merged"),
     [
         ("(COUNT(*) AS ?n) (COUNT(?x) AS ?c)", "GROUP BY ?o", "COUNT → SUM"),
-        ("(MIN(?x) AS ?lo) (MAX(?x) AS ?hi) (SAMPLE(?x) AS ?any)", "GROUP BY ?o", "MAX → MAX, MIN → MIN, SAMPLE → SAMPLE"),
+        ("(MIN(?x) AS ?lo) (MAX(?x) AS ?hi) (SAMPLE(?x) AS ?any)", "GROUP BY ?o", "MAX, MIN, SAMPLE"),
         ("(COUNT(DISTINCT ?s) AS ?keys)", "GROUP BY ?o", "COUNT → SUM"),  # the key's values live in one partition each
-        ("(COUNT(*) AS ?n)", "", "COUNT → SUM"),
+        ("(SUM(?x) AS ?t) (AVG(?x) AS ?a)", "GROUP BY ?o", "AVG as EXACT_SUM → AVG_OF_EXACT, SUM as EXACT_SUM → SUM_OF_EXACT"),
+        ("(COUNT(*) AS ?n) (SUM(?x) AS ?t) (SAMPLE(?x) AS ?any)", "", "COUNT → SUM, SAMPLE, SUM as EXACT_SUM → SUM_OF_EXACT"),
     ],
 )
 def test_mergeable_aggregates_are_aggregated_in_part_by_the_partitions(select, group_by, merged):
@@ -89,10 +90,10 @@ def test_mergeable_aggregates_are_aggregated_in_part_by_the_partitions(select, g
 @pytest.mark.parametrize(
     ("select", "group_by", "reason"),
     [
-        ("(SUM(?x) AS ?t)", "GROUP BY ?o", "SUM has no partial aggregate here"),
-        ("(AVG(?x) AS ?a)", "GROUP BY ?o", "AVG has no partial aggregate here"),
         ("(GROUP_CONCAT(?x) AS ?all)", "GROUP BY ?o", "GROUP_CONCAT has no partial aggregate here"),
+        ("(MEDIAN(?x) AS ?m)", "GROUP BY ?o", "MEDIAN has no partial aggregate here"),
         ("(COUNT(DISTINCT ?x) AS ?d)", "GROUP BY ?o", "COUNT(DISTINCT …) of anything but the key"),
+        ("(SUM(DISTINCT ?x) AS ?d)", "GROUP BY ?o", "SUM(DISTINCT …) of anything but the key"),
         ("(MIN(?x) AS ?lo)", "", "MIN without GROUP BY"),
     ],
 )

@@ -71,3 +71,35 @@ def events_of(stream: str, times: list[int], predicate: str) -> tuple:
 def test_stages_rebuilt_at_every_micro_batch(case: JobCase) -> None:
     plan, expected = expected_and_plan(case, 2)
     assert comparable(run_locally(plan, case.lines(), fresh_workers=True), plan.ordered) == comparable(expected, plan.ordered)
+
+
+NUMBERS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=64).map(lambda x: f'"{x!r}"^^<http://www.w3.org/2001/XMLSchema#double>'),
+    st.decimals(allow_nan=False, allow_infinity=False, places=2, min_value=-1000, max_value=1000).map(
+        lambda d: f'"{d}"^^<http://www.w3.org/2001/XMLSchema#decimal>'
+    ),
+    st.integers(-(10**18), 10**18).map(lambda i: f'"{i}"^^<http://www.w3.org/2001/XMLSchema#integer>'),
+)
+
+
+@settings(ORACLE_SETTINGS, max_examples=examples(60))
+@given(
+    values=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1), NUMBERS, st.integers(0, 2)), min_size=1, max_size=20),
+    partitions=st.sampled_from([2, 3]),
+    fresh=st.booleans(),
+    cut=st.integers(1, 19),
+)
+def test_partial_sums_and_averages_are_the_engines_to_the_bit(values, partitions, fresh, cut) -> None:
+    # Doubles of every magnitude, decimals and integers split between partitions: a float sum
+    # rounded per partition would differ; the partitions' exact sums merged and rounded once do not.
+    query = (f"SELECT ?o (SUM(?v) AS ?sum) (AVG(?v) AS ?avg) (COUNT(?v) AS ?n) WHERE {{ STREAM <{EX}a> [RANGE 4ms] "
+             f"{{ ?s <{EX}p> ?o . ?s <{EX}v> ?v }} }} GROUP BY ?o")
+    events, time = [], 0
+    for subject, group, number, step in values:
+        time += step
+        events.append((f"{EX}a", time, f"<{EX}s{subject}> <{EX}p> <{EX}o{group}> .\n<{EX}s{subject}> <{EX}v> {number} .\n"))
+    cut = min(cut, len(events))
+    case = JobCase(query, "", "RSTREAM", tuple(part for part in (tuple(events[:cut]), tuple(events[cut:])) if part))
+    plan, expected = expected_and_plan(case, partitions)
+    assert plan.partial is not None
+    assert comparable(run_locally(plan, case.lines(), fresh_workers=fresh), plan.ordered) == comparable(expected, plan.ordered)
