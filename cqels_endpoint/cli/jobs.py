@@ -51,6 +51,8 @@ def add_spark_job(commands) -> None:
     option(job, "--kafka-topic", "the Kafka topic of the events", metavar="TOPIC")
     switch(job, "--follow", "keep running and pick up new files and changes of the static data, which reach the "
            "partitions at the next micro-batch (default: stop when every file present is processed)")
+    switch(job, "--partial-aggregates", "where the key is not a group key, each partition aggregates its own solutions "
+           "(COUNT, SUM, AVG, MIN, MAX, SAMPLE) and the global stage merges them (cqels explain says which)")
     switch(job, "--verify", "then run the single-process engine over the same files and check that the output holds its "
            "emissions, line for line (file sink)")
     job.set_defaults(handler=_spark_job)
@@ -80,6 +82,7 @@ def _spark_job(args: argparse.Namespace) -> int:
             max_files_per_trigger=args.max_files_per_trigger, lateness_ms=args.lateness_ms, r2s=args.r2s, name=args.name,
             default_stream=args.stream, until_done=not args.follow, trigger_ms=args.trigger_ms, kafka=kafka,
             static_endpoint=args.static_endpoint, follow_interval_s=args.follow_interval,
+            partial_aggregates=args.partial_aggregates,
             **({} if args.inline_cache_rows is None else {"inline_cache_rows": args.inline_cache_rows}),
         )
     except ArgumentError as error:

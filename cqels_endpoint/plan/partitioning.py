@@ -62,9 +62,9 @@ class Partitioning:
     def partitioned(self) -> bool:
         return self.key is not None
 
-    def describe(self, partial: bool = True) -> list[str]:
-        """The lines ``cqels explain`` prints about the split (``partial``: whether a job may
-        aggregate in part in the partitions, ``split_aggregates``)."""
+    def describe(self, partial: bool = False) -> list[str]:
+        """The lines ``cqels explain`` prints about the split (``partial``: the job aggregates in
+        part in the partitions where it can, ``split_aggregates``)."""
         if self.key is None:
             return [f"one partition: {self.reason}"]
         routes = ", ".join(f"<{stream}> by {'/'.join(_POSITION_NAMES[p] for p in positions)}" for stream, positions in self.positions.items())
@@ -75,9 +75,12 @@ class Partitioning:
             lines.append(f"per partition: the group by {self.key} (every group lives in one partition), and below it "
                          "the stream pattern, static joins and row filters")
         elif self.top and isinstance(self.top[-1], n.Group):
-            split = split_aggregates(self) if partial else "partial aggregates are off"
+            split = split_aggregates(self)
             if isinstance(split, str):
                 lines.append(f"the group over the solutions of every partition: {split}")
+                lines.append("per partition: the stream pattern, static joins and row filters below it")
+            elif not partial:
+                lines.append(f"the group over the solutions of every partition; with --partial-aggregates, {split.describe()}")
                 lines.append("per partition: the stream pattern, static joins and row filters below it")
             else:
                 lines.append(split.describe())

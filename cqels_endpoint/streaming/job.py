@@ -157,7 +157,7 @@ def run_job(
     inline_cache_rows: int | None = INLINE_CACHE_ROWS,
     static_endpoint: str | None = None,
     follow_interval_s: float = 1.0,
-    partial_aggregates: bool = True,
+    partial_aggregates: bool = False,
 ) -> JobReport:
     """Runs ``query`` over the event files in ``events`` (see the module docstring).
 
@@ -177,7 +177,7 @@ def run_job(
     ``static``). A job that runs until interrupted (``until_done`` false) follows its static data,
     every ``follow_interval_s`` seconds (``streaming.follow``): every cache is then collected on the
     driver, which hands the partitions each change. ``partial_aggregates``: a global group whose
-    aggregates merge is aggregated in part by the partitions (``JobPlan.partial``; False: from the
+    aggregates merge is aggregated in part by the partitions (``JobPlan.partial``; else from the
     solutions, globally).
     """
     if inline_cache_rows is not None and inline_cache_rows < 0:

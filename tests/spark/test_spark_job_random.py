@@ -20,8 +20,8 @@ from cqels_endpoint.streaming.stages import comparable, run_locally, single_proc
 
 
 @settings(ORACLE_SETTINGS, max_examples=examples(6), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(case=job_cases(), partitions=st.sampled_from([2, 3]))
-def test_random_queries_as_spark_jobs_give_the_engines_emissions(spark, case: JobCase, partitions: int) -> None:
+@given(case=job_cases(), partitions=st.sampled_from([2, 3]), partial=st.booleans())
+def test_random_queries_as_spark_jobs_give_the_engines_emissions(spark, case: JobCase, partitions: int, partial: bool) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         case.write(root / "events")
@@ -30,9 +30,9 @@ def test_random_queries_as_spark_jobs_give_the_engines_emissions(spark, case: Jo
             (root / "static.nt").write_text(case.static)
             static = [root / "static.nt"]
         run_job(case.query, root / "events", output=root / "out", partitions=partitions, session=spark, static=static,
-                checkpoint=root / "checkpoint", max_files_per_trigger=1, r2s=case.r2s)
+                checkpoint=root / "checkpoint", max_files_per_trigger=1, r2s=case.r2s, partial_aggregates=partial)
         got = committed_lines(root / "out")
-    plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static)
+    plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static, partial_aggregates=partial)
     lines = case.lines()
     assert comparable(got, plan.ordered) == comparable(single_process_lines(plan, [line for batch in lines for line in batch]), plan.ordered)
     assert got == run_locally(plan, lines)

@@ -45,8 +45,10 @@ def debs_events(count: int) -> list[tuple[int, str]]:
     return [(t, data) for _push, _stream, t, data in trip_events(count, PREDICATES)]
 
 
-def assert_engines_answers(query: str, events_dir, output_dir, partitions: int, static: str = "", r2s: str | None = None) -> list[str]:
-    plan = job_plan(query, partitions, r2s=r2s, static_nquads=static)
+def assert_engines_answers(
+    query: str, events_dir, output_dir, partitions: int, static: str = "", r2s: str | None = None, partial: bool = False
+) -> list[str]:
+    plan = job_plan(query, partitions, r2s=r2s, static_nquads=static, partial_aggregates=partial)
     lines = input_lines(events_dir)
     got = committed_lines(output_dir)
     expected = single_process_lines(plan, lines)
@@ -138,10 +140,12 @@ def test_stream_joins_on_a_shared_key_give_the_engines_answers(spark, tmp_path, 
     static = tmp_path / "labels.nt"
     static.write_text("".join(f'<{SENSOR}s{i}> <{SENSOR}label> "sensor {i}" .\n' for i in range(3)))
     query = SENSOR_QUERIES[name]
+    partial = name == "aggregate above"  # COUNT, SUM, AVG and MAX by ?t, each partition's share merged
     report = run_job(query, events, output=tmp_path / "out", partitions=2, session=spark, static=[static],
-                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1)
+                     checkpoint=tmp_path / "checkpoint", max_files_per_trigger=1, partial_aggregates=partial)
     assert report.plan["key"] == "?s" and len(report.batches) == 3
-    lines = assert_engines_answers(query, events, tmp_path / "out", 2, static_nquads([static]))
+    assert any("partial aggregates per partition" in line for line in report.plan["explain"]) == partial
+    lines = assert_engines_answers(query, events, tmp_path / "out", 2, static_nquads([static]), partial=partial)
     assert sum(len(json.loads(line)["results"]["bindings"]) for line in lines) > 20
 
 

@@ -37,12 +37,13 @@ def change_lines(plan: JobPlan, old: str, new: str, number: int = 1) -> list[tup
 
 
 def assert_follows(
-    case: JobCase, partitions: int, new_static: str, at: int, alone: bool = False, fresh: bool = False, sharded: bool = False
+    case: JobCase, partitions: int, new_static: str, at: int, alone: bool = False, fresh: bool = False, sharded: bool = False,
+    partial: bool = False,
 ) -> list[str]:
     """The job with the static data replaced by ``new_static`` before file ``at``: in that file's
     micro-batch, or ``alone`` in one before it; ``fresh``: each micro-batch on a new worker;
     ``sharded``: the caches cut by partition, as the job gives those too large to ship."""
-    plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static)
+    plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static, partial_aggregates=partial)
     batches = case.lines()
     changes = [[] for _ in batches]
     changes[at] = change_lines(plan, case.static, new_static)
@@ -60,11 +61,11 @@ def assert_follows(
 
 @settings(ORACLE_SETTINGS, max_examples=examples(60))
 @given(case=job_cases(), partitions=st.sampled_from([1, 2, 3]), labels=st.sets(st.sampled_from(LABELS)), alone=st.booleans(),
-       fresh=st.booleans(), sharded=st.booleans(), data=st.data())
-def test_a_static_change_reaches_the_partitions_at_a_micro_batch_boundary(case, partitions, labels, alone, fresh, sharded, data) -> None:
+       fresh=st.booleans(), sharded=st.booleans(), partial=st.booleans(), data=st.data())
+def test_a_static_change_reaches_the_partitions_at_a_micro_batch_boundary(case, partitions, labels, alone, fresh, sharded, partial, data) -> None:
     assume(case.static and len(case.files) > 1)
     at = data.draw(st.integers(1, len(case.files) - 1))
-    assert_follows(case, partitions, "".join(sorted(labels)), at, alone, fresh, sharded)
+    assert_follows(case, partitions, "".join(sorted(labels)), at, alone, fresh, sharded, partial)
 
 
 def test_a_label_that_changes_changes_the_join() -> None:

@@ -81,10 +81,10 @@ KEYED_JOIN = f"STREAM {S} [RANGE 1s] {{ ?s <http://ex.org/p> ?o . ?s <http://ex.
     ],
 )
 def test_mergeable_aggregates_are_aggregated_in_part_by_the_partitions(select, group_by, merged):
-    plan = job_plan(f"SELECT {'?o ' if group_by else ''}{select} WHERE {{ {KEYED_JOIN} }} {group_by}", 2)
+    plan = job_plan(f"SELECT {'?o ' if group_by else ''}{select} WHERE {{ {KEYED_JOIN} }} {group_by}", 2, partial_aggregates=True)
     assert plan.partial is not None and plan.partial.describe().endswith(merged)
     assert plan.output_schema == plan.partial.schema
-    assert job_plan(plan.text, 2, partial_aggregates=False).partial is None
+    assert job_plan(plan.text, 2).partial is None  # off unless asked for
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_mergeable_aggregates_are_aggregated_in_part_by_the_partitions(select, g
     ],
 )
 def test_other_aggregates_are_merged_from_the_solutions_and_explain_says_why(select, group_by, reason):
-    plan = job_plan(f"SELECT {select} WHERE {{ {KEYED_JOIN} }} {group_by}", 2)
+    plan = job_plan(f"SELECT {select} WHERE {{ {KEYED_JOIN} }} {group_by}", 2, partial_aggregates=True)
     assert plan.partitioned and plan.partial is None
     assert any(reason in line for line in plan.split.describe())
 
@@ -108,7 +108,8 @@ def test_explain_prints_the_split(capsys):
     section = capsys.readouterr().out.split("# spark job (cqels spark-job)\n")[1].splitlines()
     assert section[0] == "partitioned by ?trip (<http://debs2015.org/streams/trips> by subject)"
     assert section[1] == "global stage: slice → project → orderby → extend → filter → group (COUNT)"
-    assert section[2] == "partial aggregates per partition, merged globally: COUNT → SUM"
+    assert section[2] == ("the group over the solutions of every partition; with --partial-aggregates, "
+                          "partial aggregates per partition, merged globally: COUNT → SUM")
     assert main(["explain", str(QUERIES / "conference-q2-reachable.rq")]) == 0
     assert capsys.readouterr().out.endswith("# spark job (cqels spark-job)\none partition: no variable occurs in every stream triple pattern\n")
 

@@ -16,15 +16,15 @@ from cqels_endpoint.streaming.plan import job_plan
 from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines
 
 
-def expected_and_plan(case: JobCase, partitions: int):
-    plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static)
+def expected_and_plan(case: JobCase, partitions: int, partial: bool = True):
+    plan = job_plan(case.query, partitions, r2s=case.r2s, static_nquads=case.static, partial_aggregates=partial)
     return plan, single_process_lines(plan, [line for batch in case.lines() for line in batch])
 
 
 @settings(ORACLE_SETTINGS, max_examples=examples(150))
-@given(case=job_cases(), partitions=st.sampled_from([1, 2, 2, 3]), fresh=st.booleans())
-def test_random_queries_as_jobs_give_the_engines_emissions(case: JobCase, partitions: int, fresh: bool) -> None:
-    plan, expected = expected_and_plan(case, partitions)
+@given(case=job_cases(), partitions=st.sampled_from([1, 2, 2, 3]), fresh=st.booleans(), partial=st.booleans())
+def test_random_queries_as_jobs_give_the_engines_emissions(case: JobCase, partitions: int, fresh: bool, partial: bool) -> None:
+    plan, expected = expected_and_plan(case, partitions, partial)
     got = run_locally(plan, case.lines(), fresh_workers=fresh)
     assert comparable(got, plan.ordered) == comparable(expected, plan.ordered)
     event("partial aggregates" if plan.partial is not None else "partitioned" if plan.partitioned else "one partition")
