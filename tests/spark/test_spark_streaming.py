@@ -33,12 +33,16 @@ CONFERENCE_Q2 = ROOT / "examples" / "queries" / "conference-q2-reachable.rq"
 
 
 def write_files(directory, events: list[tuple[int, str]], stream: str, files: int, first: int = 0) -> None:
-    """The events (in time order) as ``files`` NDJSON files named in time order."""
+    """The events (in time order) as ``files`` NDJSON files named and aged in time order: Spark's
+    file source takes the oldest first, by modification times in milliseconds, and files written
+    within one millisecond would come in any order (a later one first makes the earlier late)."""
     directory.mkdir(exist_ok=True)
     size = -(-len(events) // files)
     for k in range(files):
         lines = [json.dumps({"stream": stream, "time": t, "data": data}) for t, data in events[k * size : (k + 1) * size]]
-        (directory / f"part{first + k:03d}.ndjson").write_text("".join(line + "\n" for line in lines))
+        path = directory / f"part{first + k:03d}.ndjson"
+        path.write_text("".join(line + "\n" for line in lines))
+        os.utime(path, (1_000_000 + first + k, 1_000_000 + first + k))
 
 
 def debs_events(count: int) -> list[tuple[int, str]]:
