@@ -4,7 +4,7 @@ The job's static data comes from files (``--static``) or from a running ``cqels 
 (``--static-endpoint URL``: its version read from ``/health``, its dataset from ``GET /store`` in
 N-Quads, the Graph Store Protocol). ``Follower`` watches it on the driver: when the files' sizes or
 times, or the server's version, change, it builds the caches again with the Spark cache job and
-writes each changed cache's difference (``cache_delta``: rows in and out, N-Triples forms) as one
+writes each changed cache's difference (``caches.delta.bag_delta``: rows in and out, N-Triples forms) as one
 line of a *change file* in the job's change directory, which the job reads as a second file
 source beside the events. The partitions apply a change at the start of the micro-batch that
 reads it, before that batch's events (``stages.partition_step``): from its first event on, the
@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from cqels_endpoint.caches.delta import bag_delta
 from cqels_endpoint.errors import ArgumentError
 
 log = logging.getLogger("cqels_endpoint.streaming")
@@ -87,15 +88,6 @@ def static_source(paths: Sequence[str | Path], endpoint: str | None) -> StaticFi
     return StaticFiles(paths) if paths else None
 
 
-def cache_delta(old: Sequence[tuple], new: Sequence[tuple]) -> tuple[list[tuple], list[tuple]]:
-    """The rows that enter and leave a cache (bags) going from ``old`` to ``new``."""
-    difference = Counter(new)
-    difference.subtract(Counter(old))
-    added = [row for row, count in difference.items() for _ in range(max(count, 0))]
-    removed = [row for row, count in difference.items() for _ in range(max(-count, 0))]
-    return added, removed
-
-
 def apply_delta(rows: list[tuple], added: Sequence[tuple], removed: Sequence[tuple]) -> list[tuple]:
     """``rows`` with ``removed`` taken out (one occurrence each) and ``added`` put in."""
     leaving = Counter(removed)
@@ -125,12 +117,10 @@ class Follower:
 
     def __init__(self, source, directory: Path, build: Callable[[str], dict], interval_s: float):
         self.source, self.build, self.interval_s = source, build, interval_s
-        self.directory = directory
         self.changes = directory / "changes"
         self.changes.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.failure: Exception | None = None
         base = directory / "base.json"
         if base.exists():  # a restart: the caches the job started with, and the changes since
             saved = json.loads(base.read_text())
@@ -165,7 +155,6 @@ class Follower:
                 self.poll()
             except Exception as error:  # the next poll tries again; the job goes on with the caches it has
                 log.warning("spark-job --follow: the static data could not be read or built: %s", error)
-                self.failure = error
 
     def poll(self) -> bool:
         """Writes a change file when the source has a new version; whether it did."""
@@ -175,9 +164,9 @@ class Follower:
         rows = self.build(self.source.nquads())
         lines = []
         for key in sorted(set(self.rows) | set(rows)):
-            added, removed = cache_delta(self.rows.get(key, []), rows.get(key, []))
-            if added or removed:
-                lines.append(delta_line(self.number + 1, version, key, added, removed))
+            delta = bag_delta(self.rows.get(key, []), rows.get(key, []))
+            if len(delta):
+                lines.append(delta_line(self.number + 1, version, key, delta.added, delta.removed))
         self.version, self.rows = version, rows
         if lines:
             self.number += 1

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from incremental_oracle import ORACLE_SETTINGS
 from job_queries import EX, STATIC, JobCase, examples, file_name, job_cases
 
+from cqels_endpoint.caches.delta import bag_delta
 from cqels_endpoint.caches.engines import LocalCacheEngine
 from cqels_endpoint.streaming.caches import record_caches
-from cqels_endpoint.streaming.follow import Follower, apply_delta, cache_delta, delta_line
+from cqels_endpoint.streaming.follow import Follower, apply_delta, delta_line
 from cqels_endpoint.streaming.plan import JobPlan, job_plan
 from cqels_endpoint.streaming.stages import comparable, run_locally, single_process_lines, static_store
 
@@ -30,9 +31,9 @@ def change_lines(plan: JobPlan, old: str, new: str, number: int = 1) -> list[tup
     before, after = caches_of(plan, old), caches_of(plan, new)
     lines = []
     for key in sorted(set(before) | set(after)):
-        added, removed = cache_delta(before.get(key, []), after.get(key, []))
-        if added or removed:
-            lines.append(delta_line(number, str(number), key, added, removed))
+        delta = bag_delta(before.get(key, []), after.get(key, []))
+        if len(delta):
+            lines.append(delta_line(number, str(number), key, delta.added, delta.removed))
     return [(line, f"change-{number:06d}.ndjson", k) for k, line in enumerate(lines, 1)]
 
 
@@ -102,7 +103,8 @@ def test_a_follower_writes_a_change_file_for_each_new_version(tmp_path) -> None:
     again = Follower(source, tmp_path, lambda text: caches_of(plan, text), 60)
     assert bags(again.base) == bags(follower.base) and bags(again.rows) == bags(follower.rows) and not again.poll()
     key = next(iter(follower.rows))
-    assert Counter(apply_delta(follower.base[key], *cache_delta(follower.base[key], follower.rows[key]))) == Counter(follower.rows[key])
+    delta = bag_delta(follower.base[key], follower.rows[key])
+    assert Counter(apply_delta(follower.base[key], delta.added, delta.removed)) == Counter(follower.rows[key])
 
 
 def bags(caches: dict) -> dict:
