@@ -31,6 +31,7 @@ from typing import NamedTuple
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.caches.delta import bag_delta
 from cqels_endpoint.caches.engines import parse_terms
 from cqels_endpoint.engine.continuous import ContinuousQuery
 from cqels_endpoint.engine.core import Engine
@@ -205,11 +206,7 @@ class PartitionRunner:
     def _on_changes(self, tau: int, changes: list[tuple[dict, int]]) -> None:
         schema = [var.name for var in self.plan.split.schema]
         key, partitions = schema[self._key], self.plan.partitions
-        rows = [
-            [sign, [None if (term := row.get(var)) is None else str(term) for var in schema]]
-            for row, sign in changes
-            if owner(row[key], partitions) == self.partition
-        ]
+        rows = [[sign, _texts(row, schema)] for row, sign in changes if owner(row[key], partitions) == self.partition]
         if self.partial is not None:
             for sign, row in rows:
                 self._owned[sign < 0].append(tuple(row))
@@ -218,7 +215,7 @@ class PartitionRunner:
 
     def _on_partial_changes(self, tau: int, changes: list[tuple[dict, int]]) -> None:
         schema = [var.name for var in self.plan.partial.schema]
-        rows = [[sign, [None if (term := row.get(var)) is None else str(term) for var in schema]] for row, sign in changes]
+        rows = [[sign, _texts(row, schema)] for row, sign in changes]
         if rows:
             self._hand_on(rows)
 
@@ -487,10 +484,8 @@ class RelationStage:
             return
         relation = self.relation
         # A row that enters and leaves at one event (two partitions, or one rebuild) nets out.
-        net = Counter(added)
-        net.subtract(removed)
-        enter = [row for row, count in net.items() for _ in range(max(count, 0))]
-        leave = [row for row, count in net.items() for _ in range(max(-count, 0))]
+        net = bag_delta(removed, added)
+        enter, leave = net.added, net.removed
         for row in enter:
             relation[row] += 1
         for row in leave:
@@ -544,6 +539,11 @@ class GlobalMerger:
             msg = "changes without the mark of their event (partition 0 marks every event)"
             raise RuntimeError(msg)
         return lines
+
+
+def _texts(row: dict, names: list[str]) -> list[str | None]:
+    """A solution's terms as N-Triples forms in the order of ``names`` (None unbound)."""
+    return [None if (term := row.get(name)) is None else str(term) for name in names]
 
 
 def _terms(*groups: list[tuple]) -> list[list[tuple]]:
