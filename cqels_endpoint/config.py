@@ -19,6 +19,7 @@ field                    flag                       environment                 
 ``spark_parquet_rows``   ``--spark-parquet-rows``   ``CQELS_SPARK_PARQUET_ROWS``   500000 (0: always collect)
 ``rebuild_debounce_ms``  ``--rebuild-debounce-ms``  ``CQELS_REBUILD_DEBOUNCE_MS``  200 ms
 ``stream_base``          ``--stream-base``          ``CQELS_STREAM_BASE``          ``urn:cqels:stream:``
+``dialect``              ``--dialect``              ``CQELS_DIALECT``              ``auto``
 ``lateness_ms``          ``--lateness-ms``          ``CQELS_LATENESS_MS``          0 ms (no event may be late)
 ``max_future_ms``        ``--max-future-ms``        ``CQELS_MAX_FUTURE_MS``        0 (no bound)
 ``threads``              ``--threads``              ``CQELS_THREADS``              64
@@ -51,6 +52,10 @@ clock is kept in ``data_dir`` (``streams.json``) and restored at start (``engine
 
 ``stream_base`` names the streams pushed to by a short name: ``POST /streams/rfid`` pushes to
 ``<stream_base>rfid`` (``POST /streams/<percent-encoded IRI>`` names any stream in full).
+
+``dialect`` is what a continuous query registered without ``?dialect=`` means
+(``query.dialects``): ``auto`` reads a ``REGISTER QUERY Name AS`` query as CQELS-QL 2.0 and any
+other as CQELS 1; ``cqels`` or ``cqels2`` reads every such query in that dialect.
 
 ``threads`` is the number of request threads: every open ``/queries/{name}/results`` stream holds
 one for as long as it is open, so it bounds the concurrent subscribers (plus the other requests).
@@ -91,6 +96,7 @@ DEFAULT_CACHE_ENGINE = "spark"
 DEFAULT_REBUILD_DEBOUNCE_MS = 200
 DEFAULT_SPARK_PARQUET_ROWS = 500_000  # also SparkCacheEngine's default (spark.job.PARQUET_ROWS)
 DEFAULT_STREAM_BASE = "urn:cqels:stream:"
+DIALECTS = ("auto", "cqels", "cqels2")  # query.dialects.Dialect's values (config imports nothing of the engine)
 # A scheme, then no spaces, controls or <>"{}|^`\ : what an IRI in N-Triples may hold.
 _ABSOLUTE_IRI = re.compile(r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*\Z')
 DEFAULT_THREADS = 64
@@ -122,6 +128,7 @@ class ServerConfig:
     spark_parquet_rows: int = DEFAULT_SPARK_PARQUET_ROWS  # larger Spark builds go through Parquet; 0: never
     rebuild_debounce_ms: int = DEFAULT_REBUILD_DEBOUNCE_MS  # quiet time after a change before a rebuild
     stream_base: str = DEFAULT_STREAM_BASE  # the IRI a short stream name is appended to
+    dialect: str = "auto"  # what a query registered without one means (query.dialects)
     lateness_ms: int = 0  # how late (behind its stream's latest event) an event may arrive
     max_future_ms: int = 0  # how far ahead of the wall clock an event may be; 0: no bound
     threads: int = DEFAULT_THREADS  # request threads; each open results stream holds one
@@ -174,6 +181,9 @@ class ServerConfig:
             raise ValueError(msg)
         if not _ABSOLUTE_IRI.match(self.stream_base):
             msg = f"the stream base {self.stream_base!r} is not an absolute IRI; give one like http://example.org/streams/"
+            raise ValueError(msg)
+        if self.dialect not in DIALECTS:
+            msg = f"unknown dialect {self.dialect!r}; use one of {', '.join(DIALECTS)}"
             raise ValueError(msg)
         object.__setattr__(self, "data_dir", Path(self.data_dir))
         if str(self.log_level).upper() not in LOG_LEVELS:

@@ -147,17 +147,18 @@ def run(
     *,
     lateness_ms: int = 0,
     origin_ms: int | None = None,
+    dialect: str | None = None,
 ) -> list[Emission]:
     """Registers ``query`` on a fresh engine, feeds it ``events`` in order and returns its emissions.
 
     ``events``: ``Push``/``Advance`` values, ``(stream, time, data)`` tuples, or ``ListStream``s.
     ``static``: a ``StaticStore``, a ``pyoxigraph.Store``, or TriG/Turtle text loaded into a new
     store. ``advance_to``: a final ``Engine.advance``. Events pushed with ``time=None`` are
-    stamped by a manual clock that reads the last timestamp seen.
+    stamped by a manual clock that reads the last timestamp seen. ``dialect``: as ``Engine.register``'s.
     """
     clock = ManualClock()
     engine = Engine(_static(static), lateness_ms, clock=clock)
-    registered = engine.register(query, r2s=r2s, mode=mode, origin_ms=origin_ms)
+    registered = engine.register(query, r2s=r2s, mode=mode, origin_ms=origin_ms, dialect=dialect)
     emissions: list[Emission] = []
     registered.subscribe(emissions.append)
     for step in _steps(events):

@@ -11,11 +11,13 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.windows import format_window
 
 
-def explain(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) -> tuple[list[str], n.AlgebraQuery]:
-    """The logical sections of ``cqels explain`` — the translated algebra, the algebra after
-    ``rules``, the static/stream split — and the optimised algebra (``plan.explain.explain_query``
-    adds its physical plan)."""
-    algebra = to_algebra(query)
+def explain(
+    query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES, dialect: str | None = None
+) -> tuple[list[str], n.AlgebraQuery]:
+    """The logical sections of ``cqels explain`` — the translated algebra (in ``dialect``,
+    ``to_algebra``), the algebra after ``rules``, the static/stream split — and the optimised
+    algebra (``plan.explain.explain_query`` adds its physical plan)."""
+    algebra = to_algebra(query, dialect=dialect)
     optimised = optimize(algebra, rules)
     prefixes = {} if full_iris else dict(algebra.prefixes)
     names = ", ".join(rule.__name__ for rule in rules) or "no passes"

@@ -351,6 +351,8 @@ class AlgebraQuery(Node):
     # for a directional query) and the largest ``LATENESS`` of its windows, in ms.
     emit: str | None = None
     lateness_ms: int = 0
+    # What the query's constructs mean (query.dialects): "cqels" or "cqels2", resolved at translation.
+    dialect: str = "cqels"
     prefixes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False, repr=False)
 

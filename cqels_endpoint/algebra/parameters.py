@@ -36,8 +36,9 @@ class Template:
     parameters: tuple[str, ...]
 
 
-def make_template(query: ast.Query, parameters: Sequence[Parameter | str]) -> Template:
-    """The template of a parsed query with ``parameters`` (declared ones carry their span).
+def make_template(query: ast.Query, parameters: Sequence[Parameter | str], dialect: str | None = None) -> Template:
+    """The template of a parsed query with ``parameters`` (declared ones carry their span), read
+    in ``dialect`` (``to_algebra``).
 
     Every parameter must occur in the query below its SELECT/CONSTRUCT/ASK head: binding one that
     does not would multiply nothing and silently mean nothing. ``QuerySyntaxError`` at a declared
@@ -51,7 +52,7 @@ def make_template(query: ast.Query, parameters: Sequence[Parameter | str]) -> Te
     if not names:
         msg = "a template declares at least one parameter ('# @param ?var')"
         raise ArgumentError(msg)
-    algebra = to_algebra(query, tuple(Var(name) for name in names))
+    algebra = to_algebra(query, tuple(Var(name) for name in names), dialect)
     # Read on the parsed query: the algebra's projection and SELECT expressions are the head's.
     form = query.form
     used = mentioned(form.where) | mentioned(form.modifiers) | mentioned(form.values)

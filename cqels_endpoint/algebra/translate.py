@@ -52,21 +52,51 @@ import re
 from dataclasses import dataclass, replace
 
 from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.algebra.rewrite import bottom_up, map_children
 from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.errors import PlanError, QuerySyntaxError
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.dialects import Dialect, resolve_dialect
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import DirectionalWindow, PolicyWindow, RangeWindow, WindowConfig, format_window, window_extent
 from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
 
-def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = ()) -> n.AlgebraQuery:
+def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = (), dialect: str | None = None) -> n.AlgebraQuery:
     """The algebra of a parsed query (spec §18.2 plus stream nodes).
 
     ``parameters`` make it a template: a ``ParameterTable`` of them is the first element of the
-    WHERE group, where a one-row ``VALUES`` written there would be (``algebra.parameters``)."""
-    return _Translator(query, parameters).translate()
+    WHERE group, where a one-row ``VALUES`` written there would be (``algebra.parameters``).
+    ``dialect`` is the setting ``query.dialects.resolve_dialect`` reads (None: ``auto``); in
+    ``cqels2`` a ``[RANGE d]`` is tumbling (``cqels2_windows``) and HAVING reads SELECT aliases."""
+    resolved = resolve_dialect(dialect, query)
+    if resolved is Dialect.CQELS2:
+        query = cqels2_windows(query)
+    return _Translator(query, parameters, resolved).translate()
+
+
+def cqels2_windows(query: ast.Query) -> ast.Query:
+    """CQELS-QL 2.0's windows (§3.1): ``[RANGE d]`` and its explicit form ``[PAST d]`` are
+    tumbling, ``RangeWindow(d, d)``, unless the query has a directional window, whose anchors are
+    its evaluations and beside which a backward window is read at each anchor (§3.2)."""
+    windowed = [node for node in walk(query) if isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern))]
+    if any(isinstance(window_extent(node.window), DirectionalWindow) for node in windowed if node.window is not None):
+        return query
+
+    def tumbling(window: WindowConfig) -> WindowConfig:
+        if isinstance(window, PolicyWindow):
+            return replace(window, window=tumbling(window.window))
+        if isinstance(window, RangeWindow) and not window.periodic:
+            return RangeWindow(window.range_ms, window.range_ms)
+        return window
+
+    def rewrite(node):
+        if isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern)) and node.window is not None:
+            return replace(node, window=tumbling(node.window))
+        return node
+
+    return bottom_up(query, rewrite)
 
 
 @dataclass(frozen=True)
@@ -103,8 +133,9 @@ def _join(left: n.Pattern, right: n.Pattern, span=None) -> n.Pattern:
 
 
 class _Translator:
-    def __init__(self, query: ast.Query, parameters: tuple[Var, ...] = ()):
+    def __init__(self, query: ast.Query, parameters: tuple[Var, ...] = (), dialect: Dialect = Dialect.CQELS):
         self.query = query
+        self.dialect = dialect
         self.parameters = parameters
         self.source = query.text
         self._path_vars = itertools.count()
@@ -139,6 +170,7 @@ class _Translator:
             "span": self.query.span,
             "emit": emit,
             "lateness_ms": lateness_ms,
+            "dialect": self.dialect,
         }
         match form:
             case ast.SelectQuery():
@@ -246,7 +278,10 @@ class _Translator:
             return self._expr(expr, source, aggregates)
 
         extends = [(p.var, lifted(p.expr), p) for p in select_expressions]
-        having = tuple(lifted(h) for h in modifiers.having)
+        having_exprs = modifiers.having
+        if self.dialect is Dialect.CQELS2:
+            having_exprs = _aliases_in_having(having_exprs, select_expressions, pattern, modifiers.group_by)
+        having = tuple(lifted(h) for h in having_exprs)
         order = tuple(
             ast.OrderCondition(lifted(c.expr), c.descending, span=c.span) for c in modifiers.order_by
         )
@@ -730,6 +765,34 @@ def _expression_nodes(exprs: list[ast.Expression]):
                 stack += list(args)
             case ast.Aggregate(_, inner) if inner is not None:
                 stack.append(inner)
+
+
+def _aliases_in_having(
+    having: tuple[ast.Expression, ...],
+    select_expressions: list[ast.ProjectionExpression],
+    where: n.Pattern,
+    group_by: tuple[ast.GroupCondition, ...],
+) -> tuple[ast.Expression, ...]:
+    """CQELS-QL 2.0 §9: ``HAVING`` may name a SELECT alias (``HAVING(?cnt > 1)`` over
+    ``(COUNT(*) AS ?cnt)``); the alias stands for its expression, over the group as the SELECT
+    list reads it. A variable the WHERE clause or a GROUP BY key binds keeps its SPARQL meaning;
+    an alias naming an earlier alias is expanded in turn (SELECT expressions read only earlier ones)."""
+    bound = set(in_scope(where)) | {c.var for c in group_by if c.var is not None}
+    bound |= {c.expr for c in group_by if c.var is None and isinstance(c.expr, Var)}
+    aliases: dict[Var, ast.Expression] = {}
+    for item in select_expressions:
+        if item.var not in bound:
+            aliases[item.var] = _substituted(item.expr, aliases)
+    return tuple(_substituted(expr, aliases) for expr in having)
+
+
+def _substituted(expr: ast.Expression, values: dict[Var, ast.Expression]) -> ast.Expression:
+    """``expr`` with each variable of ``values`` replaced by its expression (not inside EXISTS, a scope of its own)."""
+    if isinstance(expr, Var):
+        return values.get(expr, expr)
+    if isinstance(expr, ast.Exists) or not values:
+        return expr
+    return map_children(expr, lambda child: _substituted(child, values))
 
 
 def _has_alternative(path: ast.Path | Var) -> bool:

@@ -25,6 +25,16 @@ def option(parser: argparse.ArgumentParser, flag: str, help: str, **kwargs) -> N
     parser.add_argument(flag, default=os.environ.get(env, kwargs.pop("default", None)), help=f"{help} [env {env}]", **kwargs)
 
 
+def dialect_option(parser, default: str) -> None:
+    """``--dialect``: what a continuous query means (``query.dialects``)."""
+    from cqels_endpoint.config import DIALECTS
+
+    option(
+        parser, "--dialect", f"auto (CQELS-QL 2.0 for REGISTER QUERY Name AS, else CQELS 1), cqels (CQELS 1) or cqels2 "
+        f"(CQELS-QL 2.0); default: {default}", choices=DIALECTS,
+    )
+
+
 def switch(parser: argparse.ArgumentParser, flag: str, help: str) -> None:
     """A boolean flag; its environment twin accepts 1/true/yes/on and 0/false/no/off."""
     env = _env_name(flag)

@@ -7,7 +7,7 @@ import json
 import sys
 from dataclasses import replace
 
-from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, option, read_source, switch
+from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, dialect_option, option, read_source, switch
 
 
 def add_spark_job(commands) -> None:
@@ -53,6 +53,7 @@ def add_spark_job(commands) -> None:
            "partitions at the next micro-batch (default: stop when every file present is processed)")
     switch(job, "--partial-aggregates", "where the key is not a group key, each partition aggregates its own solutions "
            "(COUNT, SUM, AVG, MIN, MAX, SAMPLE) and the global stage merges them (cqels explain says which)")
+    dialect_option(job, "auto")
     switch(job, "--verify", "then run the single-process engine over the same files and check that the output holds its "
            "emissions, line for line (file sink)")
     job.set_defaults(handler=_spark_job)
@@ -82,7 +83,7 @@ def _spark_job(args: argparse.Namespace) -> int:
             max_files_per_trigger=args.max_files_per_trigger, lateness_ms=args.lateness_ms, r2s=args.r2s, name=args.name,
             default_stream=args.stream, until_done=not args.follow, trigger_ms=args.trigger_ms, kafka=kafka,
             static_endpoint=args.static_endpoint, follow_interval_s=args.follow_interval,
-            partial_aggregates=args.partial_aggregates,
+            partial_aggregates=args.partial_aggregates, dialect=args.dialect or "auto",
             **({} if args.inline_cache_rows is None else {"inline_cache_rows": args.inline_cache_rows}),
         )
     except ArgumentError as error:
@@ -110,7 +111,7 @@ def _verify(text: str, args: argparse.Namespace) -> int:
     if not args.output or not args.events:
         print("cqels spark-job: --verify reads the event files and the file sink's output (--events, --output)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    plan = job_plan(text, 1, name=args.name, r2s=args.r2s, lateness_ms=args.lateness_ms)
+    plan = job_plan(text, 1, name=args.name, r2s=args.r2s, lateness_ms=args.lateness_ms, dialect=args.dialect or "auto")
     plan = replace(plan, static_nquads=static_nquads(args.static))
     expected = single_process_lines(plan, input_lines(args.events), args.stream)
     got = committed_lines(args.output)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, client, client_options, option, read_source, switch
+from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, client, client_options, dialect_option, option, read_source, switch
 
 
 def add_explain(commands) -> None:
@@ -27,6 +27,7 @@ def add_explain(commands) -> None:
         metavar="NAMES",
         default=",".join(PASSES),
     )
+    dialect_option(explain, "auto")
     explain.set_defaults(handler=_explain)
 
 
@@ -45,7 +46,7 @@ def _explain(args: argparse.Namespace) -> int:
     if text is None:
         return EXIT_BAD_INPUT
     query = parse_query(text, args.base_iri)
-    print(explain_query(query, full_iris=args.full_iris, rules=tuple(rules)))
+    print(explain_query(query, full_iris=args.full_iris, rules=tuple(rules), dialect=args.dialect))
     return EXIT_OK
 
 
@@ -62,6 +63,7 @@ def add_register(commands) -> None:
             metavar="R")
     option(register, "--mode", "incremental or recompute (the oracle)", choices=("incremental", "recompute"),
             default="incremental")
+    dialect_option(register, "the server's --dialect")
     client_options(register)
     register.set_defaults(handler=_register)
 
@@ -74,7 +76,7 @@ def _register(args: argparse.Namespace) -> int:
     text = read_source(args.file)
     if text is None:
         return EXIT_BAD_INPUT
-    params = {"mode": args.mode} | ({"r2s": args.r2s} if args.r2s else {})
+    params = {"mode": args.mode} | ({"r2s": args.r2s} if args.r2s else {}) | ({"dialect": args.dialect} if args.dialect else {})
     try:
         answer = client(args).json(
             "PUT", f"/queries/{quote(args.name, safe='')}", body=text.encode("utf-8"),
@@ -86,7 +88,7 @@ def _register(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT if 400 <= error.status < 500 else EXIT_FAILURE
     parameters = answer["parameters"]
     kind = f"a template with parameters {', '.join('?' + p for p in parameters)}" if parameters else answer["r2s"]
-    print(f"cqels register: stored {answer['name']} ({kind}, {answer['mode']})")
+    print(f"cqels register: stored {answer['name']} ({kind}, {answer['mode']}, {answer['dialect']})")
     return EXIT_OK
 
 

@@ -121,6 +121,12 @@ def add_serve(commands) -> None:
         serve, "--stream-base", "the IRI a short stream name is appended to: POST /streams/NAME pushes to "
         "<IRI>NAME", default=DEFAULT_STREAM_BASE, metavar="IRI",
     )
+    from cqels_endpoint.config import DIALECTS
+
+    option(
+        serve, "--dialect", "what a continuous query registered without ?dialect= means: auto (CQELS-QL 2.0 for "
+        "REGISTER QUERY Name AS, else CQELS 1), cqels (CQELS 1) or cqels2 (CQELS-QL 2.0)", choices=DIALECTS, default="auto",
+    )
     serve.set_defaults(handler=_serve)
 
 

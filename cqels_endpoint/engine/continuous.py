@@ -91,6 +91,11 @@ class ContinuousQuery:
         return self.schedule is not None
 
     @property
+    def dialect(self) -> str:
+        """What its constructs mean, "cqels" or "cqels2" (``query.dialects``)."""
+        return self.algebra.dialect
+
+    @property
     def status(self) -> str:
         """``running``, or ``failed`` once the engine stopped it (``failure`` says why)."""
         return "running" if self.failure is None else "failed"
@@ -135,7 +140,7 @@ class ContinuousQuery:
 
     def _explain_head(self) -> tuple[str, list[str]]:
         """The first line of ``explain`` and the lines under it (shed triples, windows)."""
-        head = f"query {self.name} ({self.mode}, {self.r2s}, {self._schedule_text()}; clock {self.clock}, "
+        head = f"query {self.name} ({self.mode}, {self.r2s}, {self.dialect}, {self._schedule_text()}; clock {self.clock}, "
         head += f"{self.evaluations} evaluations, {self.emitted} emissions)"
         lines = [f"{self.shed} triple(s) shed by full windows (max_window_triples)"] if self.shed else []
         lines += self._window_lines()

@@ -58,6 +58,7 @@ from cqels_endpoint.engine.instances import GroupDriver, InstanceGroup, Instance
 from cqels_endpoint.engine.recompute import RecomputeEvaluator
 from cqels_endpoint.errors import ArgumentError, PlanError, SharingError, UnknownQueryError
 from cqels_endpoint.plan.patterns import StreamTriple, stream_triples
+from cqels_endpoint.query.dialects import Dialect
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
@@ -112,12 +113,14 @@ class Engine:
         cache_install_rows: int = 1000,
         max_future_ms: int | None = None,
         stream_base: str = DEFAULT_STREAM_BASE,
+        dialect: str = Dialect.AUTO,
     ):
         if cache_install_rows < 1:
             msg = f"cache_install_rows must be ≥ 1, not {cache_install_rows}"
             raise ArgumentError(msg)
         self.cache_install_rows = cache_install_rows
         self.stream_base = stream_base  # what a bare stream name in a query stands under (parse_query)
+        self.dialect = Dialect.choose(dialect, "dialect")  # what a query registered without one reads as
         self.store = _static_store(store)
         self.limits = limits or Limits()
         # A cache engine made here from its name is this Engine's to close; one passed in is the caller's.
@@ -172,14 +175,21 @@ class Engine:
         r2s: str | None = None,
         mode: str = "incremental",
         origin_ms: int | None = None,
+        dialect: str | None = None,
     ) -> ContinuousQuery:
         """Parses, plans and starts a continuous query (SELECT, CONSTRUCT or ASK reading at least one stream).
 
         ``name`` defaults to the REGISTER name, else ``q1``, ``q2``, …; ``r2s`` to the REGISTER
-        keyword, else ISTREAM. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query
-        the engine cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
+        keyword, else ISTREAM; ``dialect`` ("auto", "cqels", "cqels2", ``query.dialects``) to the
+        engine's. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query the engine
+        cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
         """
-        return self.register_algebra(to_algebra(parse_query(text, stream_base=self.stream_base)), text, name, r2s, mode, origin_ms)
+        return self.register_algebra(self.translate(text, dialect), text, name, r2s, mode, origin_ms)
+
+    def translate(self, text: str, dialect: str | None = None) -> n.AlgebraQuery:
+        """The algebra of ``text`` as this engine reads it: bare stream names under its
+        ``stream_base``, in ``dialect`` (None: the engine's)."""
+        return to_algebra(parse_query(text, stream_base=self.stream_base), dialect=dialect or self.dialect)
 
     def register_algebra(
         self,
@@ -229,12 +239,13 @@ class Engine:
                 observer(query, True)
         return query
 
-    def template(self, text: str, parameters: Sequence[str] = ()) -> Template:
+    def template(self, text: str, parameters: Sequence[str] = (), dialect: str | None = None) -> Template:
         """A parameterised query: ``text`` parsed once, its parameters those its ``# @param ?var``
-        lines declare followed by ``parameters`` (names without ``?``). Raises what ``register``
-        would for the template, and ``QuerySyntaxError`` for a bad or unused parameter."""
+        lines declare followed by ``parameters`` (names without ``?``), read in ``dialect`` (None:
+        the engine's). Raises what ``register`` would for the template, and ``QuerySyntaxError``
+        for a bad or unused parameter."""
         parsed = parse_query(text, stream_base=self.stream_base)
-        return make_template(parsed, (*declared_parameters(text), *parameters))
+        return make_template(parsed, (*declared_parameters(text), *parameters), dialect or self.dialect)
 
     def check_template(self, template: Template, r2s: str | None = None, mode: str = "incremental") -> None:
         """Raises what registering an instance of ``template`` would for its query, ``r2s`` and ``mode``."""
@@ -365,10 +376,10 @@ class Engine:
             groups = self._groups_by_name.values()
             return {"plans": len(groups), "instances": sum(len(g) for g in groups)}
 
-    def check(self, text: str, r2s: str | None = None, mode: str = "incremental") -> None:
-        """Raises what ``register`` would for ``text``, ``r2s`` and ``mode`` (bad text, a plan the
-        engine cannot run, a bad argument) without registering anything or building a cache."""
-        self._check(to_algebra(parse_query(text, stream_base=self.stream_base)), r2s, mode)
+    def check(self, text: str, r2s: str | None = None, mode: str = "incremental", dialect: str | None = None) -> None:
+        """Raises what ``register`` would for ``text``, ``r2s``, ``mode`` and ``dialect`` (bad text,
+        a plan the engine cannot run, a bad argument) without registering anything or building a cache."""
+        self._check(self.translate(text, dialect), r2s, mode)
 
     def _check(self, algebra: n.AlgebraQuery, r2s: str | None, mode: str) -> None:
         mode = Mode.choose(mode, "mode")

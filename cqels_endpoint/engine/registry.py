@@ -67,6 +67,7 @@ class StoredQuery:
     r2s: str | None  # as requested; None: the REGISTER keyword, else ISTREAM
     mode: str
     given: tuple[str, ...] = ()
+    dialect: str | None = None  # as requested; None: the engine's (query.dialects)
     template: Template | None = None
     query: ContinuousQuery | None = None
     instances: dict[str, Instance] = field(default_factory=dict)
@@ -113,6 +114,7 @@ class QueryRegistry:
         mode: str,
         parameters: tuple[str, ...] = (),
         *,
+        dialect: str | None = None,
         save: bool = True,
         replace: bool = False,
     ) -> StoredQuery:
@@ -127,16 +129,17 @@ class QueryRegistry:
                         f"a query named {name!r} is already registered: DELETE /queries/{name} first, or PUT with ?replace=true"
                     )
                 if parameters or declared_parameters(text):
-                    self.engine.check_template(self.engine.template(text, parameters), r2s=r2s, mode=mode)
+                    self.engine.check_template(self.engine.template(text, parameters, dialect), r2s=r2s, mode=mode)
                 else:
-                    self.engine.check(text, r2s, mode)
+                    self.engine.check(text, r2s, mode, dialect)
                 self._remove(name)
             if parameters or declared_parameters(text):
-                template = self.engine.template(text, parameters)
+                template = self.engine.template(text, parameters, dialect)
                 self.engine.check_template(template, r2s=r2s, mode=mode)
-                stored = StoredQuery(name, text, r2s, mode, parameters, template=template)
+                stored = StoredQuery(name, text, r2s, mode, parameters, dialect, template=template)
             else:
-                stored = StoredQuery(name, text, r2s, mode, query=self.engine.register(text, name, r2s, mode))
+                query = self.engine.register(text, name, r2s, mode, dialect=dialect)
+                stored = StoredQuery(name, text, r2s, mode, parameters, dialect, query=query)
             self.stored[name] = stored
             if save:
                 self._save()
@@ -287,7 +290,9 @@ class QueryRegistry:
         name, instances = entry["name"], entry.get("instances", [])
         try:
             given = tuple(entry.get("parameters", ()))
-            stored = self.put(name, entry["text"], entry.get("r2s"), entry.get("mode", "incremental"), given, save=False)
+            stored = self.put(
+                name, entry["text"], entry.get("r2s"), entry.get("mode", "incremental"), given, dialect=entry.get("dialect"), save=False
+            )
             stored.next_number = entry.get("next_instance", 1)
             if instances:
                 self.add_instances(name, instances, save=False)
@@ -297,7 +302,8 @@ class QueryRegistry:
             if stored is not None:  # the template started, an instance did not: none of it runs
                 self._unregister_all(stored)
             failed = StoredQuery(
-                name, entry["text"], entry.get("r2s"), entry.get("mode", "incremental"), tuple(entry.get("parameters", ())), error=str(error)
+                name, entry["text"], entry.get("r2s"), entry.get("mode", "incremental"), tuple(entry.get("parameters", ())),
+                entry.get("dialect"), error=str(error),
             )
             failed.dormant, failed.next_number = instances, entry.get("next_instance", 1)
             self.stored[name] = failed
@@ -315,7 +321,7 @@ class QueryRegistry:
         for stored in self.stored.values():
             instances = [{"name": i.name, "bindings": i.bindings} for i in stored.instances.values()] or stored.dormant
             entries.append({
-                "name": stored.name, "text": stored.text, "r2s": stored.r2s, "mode": stored.mode,
+                "name": stored.name, "text": stored.text, "r2s": stored.r2s, "mode": stored.mode, "dialect": stored.dialect,
                 "parameters": list(stored.given), "next_instance": stored.next_number, "instances": instances,
             })
         data = json.dumps({"format": FILE_FORMAT, "queries": entries}, ensure_ascii=False, indent=1)

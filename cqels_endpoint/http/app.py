@@ -84,6 +84,7 @@ def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -
         rebuild_debounce_ms=config.rebuild_debounce_ms,
         limits=limits,
         stream_base=config.stream_base,
+        dialect=config.dialect,
     )
     return Endpoint(store, config, engine, spark=caches.session_holder if isinstance(caches, SparkCacheEngine) else None)
 

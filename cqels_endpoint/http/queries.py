@@ -7,8 +7,8 @@ The registry itself (templates, instances, the ``queries.json`` file) is the eng
 |---|---|---|
 | ``/queries`` | GET | every stored query: name, status (``running``, ``template``, ``failed`` + ``error``), R2S, mode, emissions… |
 | ``/queries`` | GET | … and ``cache_errors``: its static caches whose last rebuild failed (error, time), still serving their previous build |
-| ``/queries/{name}`` | PUT | store and start a query (``application/sparql-query``; ``?r2s=``, ``?mode=``, ``?parameter=``…); 201, 409 if taken |
-| ``/queries/{name}`` | GET | its text, R2S, mode, status, parameters, instances, ``explain`` with counters, emission counts |
+| ``/queries/{name}`` | PUT | store and start a query (``application/sparql-query``; ``?r2s=``, ``?mode=``, ``?dialect=``, ``?parameter=``…); 201, 409 taken |
+| ``/queries/{name}`` | GET | its text, R2S, mode, dialect, status, parameters, instances, ``explain`` with counters, emission counts |
 | ``/queries/{name}`` | DELETE | stop it and every instance; 204 |
 | ``/queries/{name}/instances`` | POST | instances of a template (below); 201 |
 | ``/queries/{name}/{instance}`` | GET, DELETE | one instance |
@@ -103,11 +103,12 @@ def put_query(name: str) -> Response:
     params = url_params()
     r2s = single(params, "r2s", "give one R2S operator")
     mode = single(params, "mode", "give one mode") or "incremental"
+    dialect = single(params, "dialect", "give one dialect")
     given = tuple(params.get("parameter", ()))
     replace = single(params, "replace", "give replace once") or "false"
     if replace not in ("true", "false"):
         abort(bad_request(f"replace={replace!r}: use true or false"))
-    stored = registry().put(name, body_text("query"), r2s, mode, given, replace=replace == "true")
+    stored = registry().put(name, body_text("query"), r2s, mode, given, dialect=dialect, replace=replace == "true")
     response = jsonify(_details(stored))
     response.status_code = 201
     response.headers["Location"] = f"/queries/{name}"
@@ -185,6 +186,7 @@ def _summary(stored: StoredQuery) -> dict:
         "status": stored.status,
         "r2s": stored.query.r2s if stored.query is not None else stored.r2s,
         "mode": stored.mode,
+        "dialect": _dialect(stored),
         "parameters": list(stored.params),
         "instances": len(stored.instances),
     }
@@ -194,6 +196,15 @@ def _summary(stored: StoredQuery) -> dict:
         summary |= _counts(stored.query)
     summary["cache_errors"] = _cache_errors(stored.name)
     return summary
+
+
+def _dialect(stored: StoredQuery) -> str:
+    """The dialect the query reads in (``query.dialects``); for one that failed to start, the one asked for."""
+    if stored.query is not None:
+        return stored.query.dialect
+    if stored.template is not None:
+        return stored.template.algebra.dialect
+    return stored.dialect or registry().engine.dialect
 
 
 def _cache_errors(name: str) -> list[dict]:

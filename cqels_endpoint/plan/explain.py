@@ -41,20 +41,23 @@ from cqels_endpoint.plan.nodes import (
 )
 from cqels_endpoint.plan.partitioning import partitioning
 from cqels_endpoint.query import ast
+from cqels_endpoint.query.dialects import why_dialect
 from cqels_endpoint.query.serialize import write_expression as _write_expression
 from cqels_endpoint.query.serialize import write_path, write_term
 from cqels_endpoint.query.windows import format_window
 from cqels_endpoint.terms import Var
 
 
-def explain_query(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES) -> str:
+def explain_query(query: ast.Query, *, full_iris: bool = False, rules: tuple = RULES, dialect: str | None = None) -> str:
     """``cqels explain``: the algebra, the optimised algebra and the static/stream split, then the
-    physical plan and how a Spark job partitions it (``plan.partitioning``) when the query reads a stream."""
-    sections, optimised = logical.explain(query, full_iris=full_iris, rules=rules)
+    dialect the query reads in (``query.dialects``), its physical plan and how a Spark job
+    partitions it (``plan.partitioning``) when the query reads a stream."""
+    sections, optimised = logical.explain(query, full_iris=full_iris, rules=rules, dialect=dialect)
     streams, _caches = streams_and_caches(optimised.pattern)
     if streams:
+        sections += ["", "# dialect", why_dialect(dialect, query)]
         sections += ["", "# physical plan", physical_plan_section(optimised)]
-        sections += ["", "# spark job (cqels spark-job)", *partitioning(to_algebra(query)).describe()]
+        sections += ["", "# spark job (cqels spark-job)", *partitioning(to_algebra(query, dialect=dialect)).describe()]
     return "\n".join(sections)
 
 

@@ -158,6 +158,7 @@ def run_job(
     static_endpoint: str | None = None,
     follow_interval_s: float = 1.0,
     partial_aggregates: bool = False,
+    dialect: str = "auto",
 ) -> JobReport:
     """Runs ``query`` over the event files in ``events`` (see the module docstring).
 
@@ -178,7 +179,7 @@ def run_job(
     every ``follow_interval_s`` seconds (``streaming.follow``): every cache is then collected on the
     driver, which hands the partitions each change. ``partial_aggregates``: a global group whose
     aggregates merge is aggregated in part by the partitions (``JobPlan.partial``; else from the
-    solutions, globally).
+    solutions, globally). ``dialect``: what the query means (``query.dialects``), as on ``Engine``.
     """
     if inline_cache_rows is not None and inline_cache_rows < 0:
         msg = f"inline_cache_rows must be ≥ 0 or None, not {inline_cache_rows}"
@@ -196,7 +197,7 @@ def run_job(
         raise ArgumentError(msg)
     source = static_source(static, static_endpoint)
     # Every error a registration gives (syntax, plan, a bad argument), before Spark starts.
-    _check_runnable(job_plan(query, 1, name=name, r2s=r2s, lateness_ms=lateness_ms), sink)
+    _check_runnable(job_plan(query, 1, name=name, r2s=r2s, lateness_ms=lateness_ms, dialect=dialect), sink)
     following = source is not None and not until_done
     if following and checkpoint is None:
         raise ArgumentError("following the static data needs a --checkpoint: the job keeps its caches' changes there")
@@ -209,7 +210,7 @@ def run_job(
         if partitions is None:
             partitions = session.sparkContext.defaultParallelism
         plan = job_plan(query, partitions, name=name, r2s=r2s, lateness_ms=lateness_ms, static_nquads=static_text,
-                        partial_aggregates=partial_aggregates)
+                        partial_aggregates=partial_aggregates, dialect=dialect)
         large: dict = {}
         checkpoint = Path(checkpoint) if checkpoint is not None else Path(f"/tmp/cqels-spark-job-{uuid.uuid4().hex}")
         follower = None
@@ -285,7 +286,7 @@ def _within_budget(shipped: dict, large: dict) -> tuple[dict, dict]:
 def _check_runnable(plan: JobPlan, sink: str) -> None:
     engine = Engine()
     try:
-        engine.check(plan.text, r2s=plan.r2s)
+        engine.check(plan.text, r2s=plan.r2s, dialect=plan.dialect)
     finally:
         engine.close()
     split = replace(plan, partitions=2)

@@ -47,10 +47,11 @@ class JobPlan:
     # part by each partition; off by default: DEBS Q1 (one solution per event and group) hands the
     # global stage more rows so (benchmarks/results/spark_partials.md).
     partial_aggregates: bool = False
+    dialect: str = "auto"  # what the query means (query.dialects)
 
     @cached_property
     def algebra(self) -> n.AlgebraQuery:
-        return to_algebra(parse_query(self.text, stream_base=self.stream_base))
+        return to_algebra(parse_query(self.text, stream_base=self.stream_base), dialect=self.dialect)
 
     @cached_property
     def split(self) -> Partitioning:
@@ -155,13 +156,14 @@ def job_plan(
     stream_base: str = DEFAULT_STREAM_BASE,
     static_nquads: str = "",
     partial_aggregates: bool = False,
+    dialect: str = "auto",
 ) -> JobPlan:
     """The plan of ``text`` on ``partitions`` partitions; ``r2s``/``name``/``lateness_ms`` default
     to the query's REGISTER clause (else ISTREAM, ``q1``) and its LATENESS."""
     if partitions < 1:
         msg = f"partitions must be ≥ 1, not {partitions}"
         raise ArgumentError(msg)
-    algebra = to_algebra(parse_query(text, stream_base=stream_base))
+    algebra = to_algebra(parse_query(text, stream_base=stream_base), dialect=dialect)
     register = algebra.register
     if r2s is None:
         r2s = register.kind if register is not None and register.kind in R2S.__members__ else R2S.ISTREAM
@@ -172,4 +174,4 @@ def job_plan(
         msg = f"lateness must be ≥ 0 ms, not {lateness}"
         raise ArgumentError(msg)
     return JobPlan(text, name, R2S.choose(r2s.upper(), "r2s"), partitions, lateness, stream_base, static_nquads,
-                   partial_aggregates=partial_aggregates)
+                   partial_aggregates=partial_aggregates, dialect=dialect)

@@ -417,7 +417,7 @@ def single_process_lines(
         store.load(plan.static_nquads.encode(), media_type="application/n-quads")
     engine = Engine(store, lateness_ms=0, rebuild_debounce_ms=1)
     try:
-        query = engine.register(plan.text, name=plan.name, r2s=plan.r2s)
+        query = engine.register(plan.text, name=plan.name, r2s=plan.r2s, dialect=plan.dialect)
         emitted: list[str] = []
         query.subscribe(lambda emission: emitted.append(emission.json_text()))
         pending = sorted(changes)

@@ -41,10 +41,12 @@ def test_explain_prints_algebra_optimised_algebra_and_split():
         "# algebra",
         "# optimised (push_filters, flatten_joins, split_static)",
         "# static/stream split",
+        "# dialect",
         "# physical plan",
         "# spark job (cqels spark-job)",
     ]
-    split = out.split("# static/stream split\n", 1)[1].split("\n# physical plan\n", 1)[0]
+    assert out.split("# dialect\n", 1)[1].startswith("cqels (the default;")
+    split = out.split("# static/stream split\n", 1)[1].split("\n# dialect\n", 1)[0]
     assert split.splitlines()[:6] == [
         "stream patterns (2):",
         "  S1  <http://deri.org/streams/rfid> [TRIPLES 1]  (line 9)",

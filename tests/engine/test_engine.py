@@ -350,7 +350,7 @@ def test_explain_shows_windows_and_counters():
     engine, query, _emissions = engine_with()
     engine.push(S, nt("ann", "hall"), time=1)
     text = query.explain()
-    assert "query q1 (recompute, ISTREAM, eager" in text and "1 triple(s)" in text and "urn:cqels:window:q1:0" in text
+    assert "query q1 (recompute, ISTREAM, cqels, eager" in text and "1 triple(s)" in text and "urn:cqels:window:q1:0" in text
 
 
 # --------------------------------------------------------------------------- the oracle itself

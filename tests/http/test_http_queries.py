@@ -39,7 +39,7 @@ def test_put_get_list_delete(live) -> None:
     )
     details = live.get("/queries/q1").json()
     assert details["text"] == Q1
-    assert details["explain"].startswith("query q1 (incremental, ISTREAM, eager")
+    assert details["explain"].startswith("query q1 (incremental, ISTREAM, cqels, eager")
     assert "static cache" in details["explain"]  # the plan, not only the header
     assert (details["evaluations"], details["emissions"]) == (0, 0)
     listed = live.get("/queries").json()["queries"]
@@ -177,8 +177,15 @@ def test_cqels_register(live, tmp_path, capsys) -> None:
     path = tmp_path / "q1.rq"
     path.write_text(Q1)
     assert main(["register", "cli-q1", str(path), "--url", live.base_url, "--r2s", "RSTREAM"]) == EXIT_OK
-    assert "stored cli-q1 (RSTREAM, incremental)" in capsys.readouterr().out
+    assert "stored cli-q1 (RSTREAM, incremental, cqels)" in capsys.readouterr().out
     assert engine_of(live).queries["cli-q1"].r2s == "RSTREAM"
+    assert main(["register", "cli-q2", str(path), "--url", live.base_url, "--dialect", "cqels2"]) == EXIT_OK
+    assert "stored cli-q2 (ISTREAM, incremental, cqels2)" in capsys.readouterr().out
+    assert engine_of(live).queries["cli-q2"].dialect == "cqels2"
+    assert "dialect must be one of auto, cqels, cqels2" in live.put(
+        "/queries/cli-q3", body=Q1, params={"dialect": "cqels3"}, headers=SPARQL
+    ).error(400)["error"]
+    assert live.get("/queries/cli-q2").json()["dialect"] == "cqels2"
 
     # Taken: the server's 409 is the user's problem, reported with its message.
     assert main(["register", "cli-q1", str(path), "--url", live.base_url]) == EXIT_BAD_INPUT
