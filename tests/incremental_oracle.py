@@ -34,9 +34,7 @@ from known_failures import ORACLE_DEVIATIONS
 
 from cqels_endpoint import Engine
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.errors import CqelsError
-from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.static_store import StaticStore
 from cqels_endpoint.terms import XSD, Var
@@ -52,12 +50,13 @@ ORACLE_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too
 @dataclass
 class Scenario:
     """A query, the static data (N-Quads) and the events: ``["push", stream, time, n-triples]`` or
-    ``["advance", time]``."""
+    ``["advance", time]``; ``dialect`` as ``Engine.register`` takes it (None: ``auto``)."""
 
     query: str
     static: str = ""
     events: list[list] = field(default_factory=list)
     note: str = ""
+    dialect: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, ensure_ascii=False)
@@ -127,7 +126,7 @@ def run_both(scenario: Scenario) -> dict[tuple[str, str], list]:
     engine = Engine(store=static_store(scenario.static))
     # Parsed once: what ``Engine.register`` does before ``register_algebra``, and over half of what a
     # registration costs; the six registrations of one text would parse the same tree six times.
-    algebra = to_algebra(parse_query(scenario.query, stream_base=engine.stream_base))
+    algebra = engine.translate(scenario.query, scenario.dialect)
     logs: dict[tuple[str, str], list] = {}
     for mode in MODES:
         for r2s in R2S:

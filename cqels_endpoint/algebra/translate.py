@@ -59,7 +59,15 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.dialects import Dialect, resolve_dialect
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.query.windows import DirectionalWindow, PolicyWindow, RangeWindow, WindowConfig, format_window, window_extent
+from cqels_endpoint.query.windows import (
+    DirectionalWindow,
+    NowWindow,
+    PolicyWindow,
+    RangeWindow,
+    WindowConfig,
+    format_window,
+    window_extent,
+)
 from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
 
@@ -78,10 +86,13 @@ def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = (), dialect: str 
 
 def cqels2_windows(query: ast.Query) -> ast.Query:
     """CQELS-QL 2.0's windows (§3.1): ``[RANGE d]`` and its explicit form ``[PAST d]`` are
-    tumbling, ``RangeWindow(d, d)``, unless the query has a directional window, whose anchors are
-    its evaluations and beside which a backward window is read at each anchor (§3.2)."""
+    tumbling, ``RangeWindow(d, d)``, unless the query's evaluations are set by another window: a
+    directional window's anchors (§3.2), beside which a backward window is read at each anchor, or
+    a ``[NOW]`` window's "evaluate per arriving statement" (§3.1), beside which ``[RANGE d]`` is
+    read at each event (a tumbling window would leave ``[NOW]`` empty at every close)."""
     windowed = [node for node in walk(query) if isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern))]
-    if any(isinstance(window_extent(node.window), DirectionalWindow) for node in windowed if node.window is not None):
+    extents = [window_extent(node.window) for node in windowed if node.window is not None]
+    if any(isinstance(extent, (DirectionalWindow, NowWindow)) for extent in extents):
         return query
 
     def tumbling(window: WindowConfig) -> WindowConfig:
