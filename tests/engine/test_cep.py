@@ -42,9 +42,9 @@ def rows(emission) -> Counter:
     )
 
 
-def final_rows(query: str, pushes: list[Push], mode: str) -> Counter:
+def final_rows(query: str, pushes: list[Push], mode: str, dialect: str | None = None) -> Counter:
     """Γ after the last push (RSTREAM's last emission)."""
-    emissions = run(query, pushes, mode=mode, r2s="RSTREAM")
+    emissions = run(query, pushes, mode=mode, r2s="RSTREAM", dialect=dialect)
     return rows(emissions[-1])
 
 
@@ -71,7 +71,12 @@ def test_loss_of_control_matches_the_three_alerts_in_order(mode) -> None:
         alert(stream, 4_000, "b1", braking),
         alert(stream, 30_000, "b2", braking),  # h1 and a1 left the 20 s window by then
     ]
+    # CQELS-QL 2.0 (REGISTER QUERY … AS): [RANGE 20s] tumbles from the first event (§3.1), so the
+    # window [1 s, 21 s) holds h1 → a1 → b1 and is reported once, at its close, when b2 arrives.
     emissions = run(PREFIXES + SPEC["s7-seq"], pushes, mode=mode, r2s="RSTREAM")
+    assert [(e.time, rows(e)) for e in emissions] == [(21_000, bag({"v": "h1"}))]
+    # CQELS 1: evaluated at every event over the last 20 s.
+    emissions = run(PREFIXES + SPEC["s7-seq"], pushes, mode=mode, r2s="RSTREAM", dialect="cqels")
     assert [rows(e) for e in emissions] == [
         bag(), bag(), bag(), bag(), bag({"v": "h1"}), bag(),
     ]
@@ -87,8 +92,11 @@ def test_overheat_then_stall(mode) -> None:
         Push(stream, 6_000, f"<{EX}o2> <{EX}hasAlert> <{overheat}> ."),
         Push(stream, 9_000, f"<{EX}s2> <{EX}hasAlert> <{stall}> ."),
     ]
-    # o1 precedes s1 and s2, o2 only s2: one row per match.
-    assert final_rows(PREFIXES + SPEC["s12-cep-negated-gap"], pushes, mode) == bag(
+    # o1 precedes s1 and s2, o2 only s2: one row per match. In CQELS-QL 2.0 the [RANGE 30s] window
+    # tumbles (§3.1): [0 s, 30 s) holds every alert and is reported at its close.
+    emissions = run(PREFIXES + SPEC["s12-cep-negated-gap"], pushes, mode=mode, r2s="RSTREAM", advance_to=30_000)
+    assert [(e.time, rows(e)) for e in emissions] == [(30_000, bag({"e1": "o1"}, {"e1": "o1"}, {"e1": "o2"}))]
+    assert final_rows(PREFIXES + SPEC["s12-cep-negated-gap"], pushes, mode, dialect="cqels") == bag(
         {"e1": "o1"}, {"e1": "o1"}, {"e1": "o2"}
     )
 
