@@ -70,19 +70,34 @@ def anchors_of(times: list[int], step: int | None, through: int) -> list[int]:
     return list(range(times[0], through + 1, step))
 
 
-def run_directional(shape, window, events, mode, r2s="RSTREAM", end=None):
+def run_directional(shape, window, events, mode, r2s="RSTREAM", end=None, dialect=None):
     engine = Engine()
     try:
-        query = engine.register(query_text(shape, window), r2s=r2s, mode=mode)
+        query = engine.register(query_text(shape, window), r2s=r2s, mode=mode, dialect=dialect)
         emissions = []
         query.subscribe(emissions.append)
         for time, data in events:
             engine.push(S, data, time=time)
         if end is not None:
             engine.advance(end)
+        assert all(e.r2s == query.r2s for e in emissions)
         return [(e.anchor, e.final, emitted_rows(e)) for e in emissions]
     finally:
         engine.close()
+
+
+def r2s_of(evaluations, r2s: str, every: bool) -> list:
+    """What ``r2s`` emits of a directional query's evaluations ``(anchor, final, Γ)``: the finals and
+    the early results are each a sequence of their own. ``every``: an evaluation whose R2S selects
+    no row still emits (the cqels2 dialect, CQELS-QL 2.0 §3.2), as RSTREAM always does."""
+    previous = {True: Counter(), False: Counter()}
+    emitted = []
+    for anchor, final, rows in evaluations:
+        selected = {"RSTREAM": rows, "ISTREAM": rows - previous[final], "DSTREAM": previous[final] - rows}[r2s]
+        previous[final] = rows
+        if selected or every or r2s == "RSTREAM":
+            emitted.append((anchor, final, selected))
+    return emitted
 
 
 event_lists = st.lists(
@@ -100,7 +115,7 @@ def _timed(drawn) -> list[tuple[int, str]]:
     return events
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     events=event_lists,
     shape=st.sampled_from(sorted(SHAPES)),
@@ -108,8 +123,13 @@ def _timed(drawn) -> list[tuple[int, str]]:
     future=st.sampled_from([500, 1000, 3000]),
     step=st.sampled_from([None, 700, 1000]),
     emit=st.sampled_from(["ON_CLOSE", "EARLY_AND_FINAL", "ON_UPDATE"]),
+    dialect=st.sampled_from(["cqels", "cqels2"]),
+    r2s=st.sampled_from([None, "ISTREAM", "RSTREAM", "DSTREAM"]),
 )
-def test_directional_windows_emit_the_oracle_per_anchor_in_both_modes(events, shape, past, future, step, emit):
+def test_directional_windows_emit_the_oracle_per_anchor_in_both_modes(events, shape, past, future, step, emit, dialect, r2s):
+    """Each anchor's final (and each early evaluation EMIT asks for) is the oracle's Γ under the
+    R2S. In cqels2 (§3.2) every one of them is an emission, an empty one too, and the R2S defaults
+    to RSTREAM; in cqels an evaluation whose R2S selects nothing emits nothing (RSTREAM aside)."""
     extent = (f"PAST {past}ms " if past else "") + f"FUTURE {future}ms" + (f" STEP {step}ms" if step else "")
     window = f"[{extent} EMIT {emit}]"
     times = [t for t, _ in events]
@@ -129,8 +149,12 @@ def test_directional_windows_emit_the_oracle_per_anchor_in_both_modes(events, sh
     for anchor in sorted(a for a in finals if a not in closed):
         if emit != "ON_UPDATE":
             expected.append((anchor, True, finals[anchor]))
+    every = dialect == "cqels2"
+    emitted = r2s_of(expected, r2s or ("RSTREAM" if every else "ISTREAM"), every)
+    if every:  # one emission per anchor's final and per early evaluation, in order
+        assert [(anchor, final) for anchor, final, _rows in emitted] == [(anchor, final) for anchor, final, _rows in expected]
     for mode in ("incremental", "recompute"):
-        assert run_directional(shape, window, events, mode, end=end) == expected, mode
+        assert run_directional(shape, window, events, mode, r2s=r2s, end=end, dialect=dialect) == emitted, (mode, dialect, r2s)
 
 
 @settings(max_examples=40, deadline=None)
