@@ -181,9 +181,10 @@ class Engine:
 
         ``name`` defaults to the REGISTER name, else ``q1``, ``q2``, …; ``r2s`` to the REGISTER
         keyword, else ISTREAM (RSTREAM for a directional query in the cqels2 dialect: one result
-        per anchor, ``directional.query_r2s``); ``dialect`` ("auto", "cqels", "cqels2", ``query.dialects``) to the
-        engine's. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query the engine
-        cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
+        per anchor, ``directional.query_r2s``); ``dialect`` ("auto", "cqels", "cqels2",
+        ``query.dialects``) to the engine's. Raises ``QuerySyntaxError`` for bad text,
+        ``PlanError`` for a query the engine cannot run, ``ArgumentError`` (a ``ValueError``) for a
+        bad argument or a name already in use.
         """
         return self.register_algebra(self.translate(text, dialect), text, name, r2s, mode, origin_ms)
 

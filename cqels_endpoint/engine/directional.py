@@ -65,7 +65,7 @@ def query_r2s(r2s: str | None, algebra: n.AlgebraQuery, patterns: Sequence[Strea
     """The R2S of a query: ``r2s``, else its REGISTER keyword, else ISTREAM, but RSTREAM for a
     directional query in the cqels2 dialect, whose emission at an anchor is the anchor's result
     (CQELS-QL 2.0 §3.2). ``ArgumentError`` for an unknown R2S; ``PlanError`` for ISTREAM or
-    DSTREAM on a cqels2 directional ASK (see below)."""
+    DSTREAM on a cqels2 directional ASK."""
     per_anchor = algebra.dialect == Dialect.CQELS2 and bool(directional_windows(algebra, patterns))
     register = algebra.register
     if r2s is None and register is not None and register.kind in R2S.__members__:
