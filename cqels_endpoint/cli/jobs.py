@@ -42,7 +42,8 @@ def add_spark_job(commands) -> None:
            metavar="IRI")
     option(job, "--max-files-per-trigger", "files per micro-batch (default: every new file)", type=int, metavar="N")
     option(job, "--lateness-ms", "the delay of Spark's event-time watermark (default: the query's LATENESS, else 0)", type=int, metavar="MS")
-    option(job, "--r2s", "ISTREAM, RSTREAM or DSTREAM (default: the query's REGISTER keyword, else ISTREAM)", metavar="R")
+    option(job, "--r2s", "ISTREAM, RSTREAM or DSTREAM (default: the query's REGISTER keyword, else ISTREAM; RSTREAM for a cqels2 directional query)",
+           metavar="R")
     option(job, "--name", "the query's name in the emissions (default: its REGISTER name, else q1)", metavar="NAME")
     option(job, "--trigger-ms", "start a micro-batch every MS milliseconds (default: as soon as the last ends)", type=int,
            metavar="MS")

@@ -59,7 +59,7 @@ def add_register(commands) -> None:
     )
     register.add_argument("name", metavar="NAME", help="the query's name: letters, digits, '_', '.', '~', '-'")
     register.add_argument("file", metavar="FILE", help="the query text, '-' for stdin")
-    option(register, "--r2s", "ISTREAM, RSTREAM or DSTREAM (default: the query's REGISTER keyword, else ISTREAM)",
+    option(register, "--r2s", "ISTREAM, RSTREAM or DSTREAM (default: the query's REGISTER keyword, else ISTREAM; RSTREAM for a cqels2 directional query)",
             metavar="R")
     option(register, "--mode", "incremental or recompute (the oracle)", choices=("incremental", "recompute"),
             default="incremental")

@@ -81,6 +81,9 @@ class ContinuousQuery:
         self._json_only: list[Callable[[Emission], None]] = []  # those of the subscribers that read only JSON
         self.variables = _projection(self.algebra)
         self._outbox: list[Emission] = []
+        # An evaluation whose R2S selects no row still emits: RSTREAM (Γ is empty), and every
+        # evaluation of a cqels2 directional query (DirectionalQuery).
+        self._emits_empty = self.r2s is R2S.RSTREAM
 
     @property
     def form(self) -> str:
@@ -233,13 +236,13 @@ class ContinuousQuery:
             # Terms for the subscribers that read terms; N-Triples written from ids when all read JSON.
             if self._reads_terms():
                 triples = instantiate(self.algebra.template, rows.mappings())
-                if triples or self.r2s is R2S.RSTREAM:
+                if triples or self._emits_empty:
                     self._outbox.append(Emission(self.name, tau, self.r2s, triples=triples, **phase))
             else:
                 text = rows.constructed(self.algebra.template)
-                if text or self.r2s is R2S.RSTREAM:
+                if text or self._emits_empty:
                     self._outbox.append(Emission(self.name, tau, self.r2s, ntriples=text, **phase))
-        elif len(rows) or self.r2s is R2S.RSTREAM:
+        elif len(rows) or self._emits_empty:
             # Decoded for the subscribers that read terms, written as JSON for those that read JSON.
             decoded = rows.mappings() if self._reads_terms() else None
             bindings = rows.bindings_json() if self._json_only else None

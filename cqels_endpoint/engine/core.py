@@ -50,7 +50,7 @@ from cqels_endpoint.caches.rebuild import CacheRebuilder, CacheState
 from cqels_endpoint.config import DEFAULT_STREAM_BASE
 from cqels_endpoint.engine.clocks import ClockStore
 from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
-from cqels_endpoint.engine.directional import EARLY_AND_FINAL, ON_CLOSE, ON_UPDATE, AnchoredEvaluators, DirectionalQuery, directional_windows
+from cqels_endpoint.engine.directional import EARLY_AND_FINAL, ON_CLOSE, ON_UPDATE, AnchoredEvaluators, DirectionalQuery, directional_windows, query_r2s
 from cqels_endpoint.engine.emission import Term
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
@@ -180,9 +180,11 @@ class Engine:
         """Parses, plans and starts a continuous query (SELECT, CONSTRUCT or ASK reading at least one stream).
 
         ``name`` defaults to the REGISTER name, else ``q1``, ``q2``, …; ``r2s`` to the REGISTER
-        keyword, else ISTREAM; ``dialect`` ("auto", "cqels", "cqels2", ``query.dialects``) to the
-        engine's. Raises ``QuerySyntaxError`` for bad text, ``PlanError`` for a query the engine
-        cannot run, ``ArgumentError`` (a ``ValueError``) for a bad argument or a name already in use.
+        keyword, else ISTREAM (RSTREAM for a directional query in the cqels2 dialect: one result
+        per anchor, ``directional.query_r2s``); ``dialect`` ("auto", "cqels", "cqels2",
+        ``query.dialects``) to the engine's. Raises ``QuerySyntaxError`` for bad text,
+        ``PlanError`` for a query the engine cannot run, ``ArgumentError`` (a ``ValueError``) for a
+        bad argument or a name already in use.
         """
         return self.register_algebra(self.translate(text, dialect), text, name, r2s, mode, origin_ms)
 
@@ -396,15 +398,12 @@ class Engine:
                 "run it once on the static store"
             )
             raise PlanError(msg)
-        register = algebra.register
-        if r2s is None:
-            r2s = register.kind if register is not None and register.kind in R2S.__members__ else R2S.ISTREAM
-        r2s = R2S.choose(r2s.upper(), "r2s")
         patterns = stream_triples(algebra)
+        r2s_kind = query_r2s(r2s, algebra, patterns)
         if not patterns and not declared_windows(algebra):
             msg = "a continuous query reads at least one stream (STREAM, FROM STREAM or WINDOW): run it once on the static store"
             raise PlanError(msg)
-        return algebra, r2s, patterns
+        return algebra, r2s_kind, patterns
 
     def unregister(self, name: str) -> None:
         """Stops the query ``name``, or forgets it if it failed (``UnknownQueryError`` if there is none)."""

@@ -25,6 +25,12 @@ continuous query of its own under the query's R2S: ISTREAM emits what entered si
 anchor's final (or the previous early) result. Both evaluators are ordinary ``Evaluator``s
 (incremental operators or re-evaluation): moving from one anchor to the next inserts the triples
 that enter the windows and expires those that leave, so the incremental plan works on deltas.
+
+The dialects differ in what an evaluation emits (``query_r2s``). ``cqels``: as any continuous
+query, by its R2S (ISTREAM by default: an anchor whose result entered nothing emits nothing).
+``cqels2`` (CQELS-QL 2.0 §3.2, "one result per anchor"): every evaluation emits, changed or not,
+zero rows included; its R2S defaults to RSTREAM, so each emission is the anchor's result, and an
+explicit ISTREAM or DSTREAM gives that evaluation's difference from the previous one.
 """
 
 from __future__ import annotations
@@ -37,7 +43,10 @@ from typing import Any
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.continuous import ContinuousQuery, _routes, declared_windows
 from cqels_endpoint.engine.evaluator import Evaluator, Row
+from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.patterns import StreamTriple
+from cqels_endpoint.query.dialects import Dialect
+from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.windows import DirectionalWindow, window_extent
 from cqels_endpoint.runtime.anchors import AnchoredWindow, Anchors, Extent
 from cqels_endpoint.runtime.limits import LimitExceeded, Limits
@@ -50,6 +59,29 @@ def directional_windows(algebra: n.AlgebraQuery, patterns: Sequence[StreamTriple
     """The directional windows of a query (its patterns' and its declared ones)."""
     windows = [st.window for st in patterns] + [window for _stream, window in declared_windows(algebra)]
     return [window for window in map(window_extent, windows) if isinstance(window, DirectionalWindow)]
+
+
+def query_r2s(r2s: str | None, algebra: n.AlgebraQuery, patterns: Sequence[StreamTriple]) -> R2S:
+    """The R2S of a query: ``r2s``, else its REGISTER keyword, else ISTREAM, but RSTREAM for a
+    directional query in the cqels2 dialect, whose emission at an anchor is the anchor's result
+    (CQELS-QL 2.0 §3.2). ``ArgumentError`` for an unknown R2S; ``PlanError`` for ISTREAM or
+    DSTREAM on a cqels2 directional ASK."""
+    per_anchor = algebra.dialect == Dialect.CQELS2 and bool(directional_windows(algebra, patterns))
+    register = algebra.register
+    if r2s is None and register is not None and register.kind in R2S.__members__:
+        r2s = register.kind
+    if r2s is None:
+        return R2S.RSTREAM if per_anchor else R2S.ISTREAM
+    chosen = R2S.choose(r2s.upper(), "r2s")
+    if per_anchor and algebra.form == QueryForm.ASK and chosen is not R2S.RSTREAM:
+        # An ASK's answer is a boolean, and ISTREAM's true (DSTREAM's false) says it changed: no
+        # answer says "unchanged", which every anchor of a cqels2 query would have to emit.
+        msg = (
+            f"{chosen} on a directional ASK in the cqels2 dialect: every anchor emits its answer (CQELS-QL 2.0 §3.2), "
+            "RSTREAM; register it with dialect=cqels to be told only when the answer turns true (ISTREAM) or false (DSTREAM)"
+        )
+        raise PlanError(msg)
+    return chosen
 
 
 class AnchoredEvaluators:
@@ -144,6 +176,8 @@ class DirectionalQuery(ContinuousQuery):
         self._anchored = [AnchoredWindow(extent, evaluators.dictionary, len(self._views)) for extent in extents]
         self._by_id = {st.id: window for st, window in zip(self.patterns, self._anchored)}
         self._count_windows = [w for w in self._anchored if w.extent.count and w.extent.future]
+        # CQELS-QL 2.0 §3.2: one result per anchor (and per early evaluation), changed or not.
+        self._emits_empty = self._emits_empty or self.dialect == Dialect.CQELS2
         self._shed = 0
         # Copy numbers of this query's own evaluators (the engine's count numbers shared windows).
         self._seqs = itertools.count()

@@ -64,7 +64,7 @@ class StoredQuery:
 
     name: str
     text: str
-    r2s: str | None  # as requested; None: the REGISTER keyword, else ISTREAM
+    r2s: str | None  # as requested; None: the engine's default (directional.query_r2s)
     mode: str
     given: tuple[str, ...] = ()
     dialect: str | None = None  # as requested; None: the engine's (query.dialects)

@@ -19,6 +19,7 @@ from functools import cached_property
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.config import DEFAULT_STREAM_BASE
+from cqels_endpoint.engine.directional import query_r2s
 from cqels_endpoint.errors import ArgumentError
 from cqels_endpoint.plan.partitioning import PartialAggregates, Partitioning, partitioning, split_aggregates
 from cqels_endpoint.plan.patterns import stream_triples
@@ -159,19 +160,19 @@ def job_plan(
     dialect: str = "auto",
 ) -> JobPlan:
     """The plan of ``text`` on ``partitions`` partitions; ``r2s``/``name``/``lateness_ms`` default
-    to the query's REGISTER clause (else ISTREAM, ``q1``) and its LATENESS."""
+    to the query's REGISTER clause (else the engine's default R2S, ``directional.query_r2s``, and
+    ``q1``) and its LATENESS."""
     if partitions < 1:
         msg = f"partitions must be ≥ 1, not {partitions}"
         raise ArgumentError(msg)
     algebra = to_algebra(parse_query(text, stream_base=stream_base), dialect=dialect)
     register = algebra.register
-    if r2s is None:
-        r2s = register.kind if register is not None and register.kind in R2S.__members__ else R2S.ISTREAM
+    r2s_kind = query_r2s(r2s, algebra, stream_triples(algebra))
     if name is None:
         name = "q1" if register is None else register.name.value if isinstance(register.name, IRI) else str(register.name)
     lateness = algebra.lateness_ms if lateness_ms is None else lateness_ms
     if lateness < 0:
         msg = f"lateness must be ≥ 0 ms, not {lateness}"
         raise ArgumentError(msg)
-    return JobPlan(text, name, R2S.choose(r2s.upper(), "r2s"), partitions, lateness, stream_base, static_nquads,
+    return JobPlan(text, name, r2s_kind, partitions, lateness, stream_base, static_nquads,
                    partial_aggregates=partial_aggregates, dialect=dialect)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import re
 import socket
 import statistics
 import threading
@@ -608,3 +609,72 @@ WHERE {{ ?person lv:detectedAt ?room }}"""
         # The shared server's RFID stream must not keep this LATENESS for the other tests.
         server.delete(f"/queries/{name}")
         engine.unregister(f"{name}-oracle")
+
+
+# The kitchen over the second after each anchor, in CQELS-QL 2.0 (REGISTER QUERY … AS): one result
+# per anchor (§3.2), an empty one too, as RSTREAM.
+KITCHEN_AHEAD = f"""REGISTER QUERY KitchenAhead AS PREFIX lv: <{LV}>
+SELECT ?person FROM STREAM <{RFID}> [FUTURE 1s STEP 1s] WHERE {{ ?person lv:detectedAt lv:kitchen }}"""
+
+
+def kitchen_anchors(engine, base: int) -> None:
+    """Anchors base (ann in the kitchen at base + 0.5 s), base + 1 s and base + 2 s (nobody there), all closed."""
+    engine.push(RFID, f"<{PEOPLE}bob> <{LV}detectedAt> <{LV}lobby> .", time=base)
+    engine.push(RFID, f"<{PEOPLE}ann> <{LV}detectedAt> <{LV}kitchen> .", time=base + 500)
+    engine.push(RFID, f"<{PEOPLE}bob> <{LV}detectedAt> <{LV}lobby> .", time=base + 2500)
+    engine.advance(base + 3001)
+
+
+def test_sse_and_ndjson_carry_the_empty_anchors_of_a_cqels2_query(server, engine, clock):
+    name = fresh()
+    sparql = {"Content-Type": "application/sparql-query"}
+    assert server.put(f"/queries/{name}", body=KITCHEN_AHEAD, headers=sparql).status == 201
+    assert server.get(f"/queries/{name}").json()["r2s"] == "RSTREAM"
+    sse = Stream(server.base_url, name)
+    ndjson = Stream(server.base_url, name, headers={"Accept": "application/x-ndjson"})
+    try:
+        sse.greeting()
+        wait_until(lambda: subscribers(server, name) == 2)
+        base = next(clock)
+        kitchen_anchors(engine, base)
+        ann = [{"person": {"type": "uri", "value": f"{PEOPLE}ann"}}]
+        expected = [
+            {"query": name, "time": anchor, "r2s": "RSTREAM", "anchor": anchor, "final": True,
+             "head": {"vars": ["person"]}, "results": {"bindings": bindings}}
+            for anchor, bindings in [(base, ann), (base + 1000, []), (base + 2000, [])]
+        ]
+        assert sse.events(3) == list(enumerate(expected, 1))
+        assert ndjson.objects(3) == expected
+        # The empty emissions are in the replay buffer and counted like the others.
+        resumed = Stream(server.base_url, name, headers={"Last-Event-ID": "1"})
+        try:
+            resumed.greeting()
+            assert resumed.events(2) == list(enumerate(expected[1:], 2))
+        finally:
+            resumed.close()
+        assert f'cqels_query_emissions_total{{query="{name}"}} 3' in server.get("/metrics").text
+    finally:
+        sse.close()
+        ndjson.close()
+        server.delete(f"/queries/{name}")
+
+
+def test_cqels_watch_prints_the_empty_anchors_of_a_cqels2_query(server, engine, clock, capsys):
+    name = fresh()
+    engine.register(KITCHEN_AHEAD, name=name)
+    codes: list[int] = []
+    watcher = threading.Thread(target=lambda: codes.append(main(["watch", name, "--url", server.base_url, "--limit", "3"])))
+    watcher.start()
+    wait_until(lambda: subscribers(server, name) == 1)
+    base = next(clock)
+    kitchen_anchors(engine, base)
+    watcher.join(30)
+    assert codes == [EXIT_OK]
+    # Columns are two spaces or more apart.
+    assert [re.split(r"\s{2,}", line) for line in capsys.readouterr().out.splitlines()] == [
+        ["time", "r2s", "?person"],
+        [str(base), "RSTREAM final", f"<{PEOPLE}ann>"],
+        [str(base + 1000), "RSTREAM final", "(no rows)"],
+        [str(base + 2000), "RSTREAM final", "(no rows)"],
+    ]
+    engine.unregister(name)

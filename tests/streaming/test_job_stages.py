@@ -87,7 +87,7 @@ def workloads(draw):
     return events, cuts
 
 
-def agree(query: str, batches, partitions: int, r2s: str, static: str = "", stream: str | None = None) -> list[str]:
+def agree(query: str, batches, partitions: int, r2s: str | None, static: str = "", stream: str | None = None) -> list[str]:
     plan = job_plan(query, partitions, r2s=r2s, static_nquads=static)
     got = run_locally(plan, batches, stream)
     expected = single_process_lines(plan, [line for batch in batches for line in batch], stream)
@@ -111,6 +111,20 @@ def test_queries_without_a_key_run_on_one_partition(name, workload, r2s):
     plan = job_plan(text(UNKEYED[name]), 3)
     assert not plan.partitioned and plan.tasks == 1
     agree(text(UNKEYED[name]), files(*workload), 3, r2s)
+
+
+def test_a_cqels2_directional_query_emits_every_anchor_as_a_job():
+    """One result per anchor (CQELS-QL 2.0 §3.2) through the job's stages: the query runs whole on
+    one partition, RSTREAM by default, and the global stage hands on its empty anchors too."""
+    query = text("REGISTER QUERY Ahead AS SELECT ?s ?o FROM STREAM <S> [FUTURE 2ms STEP 2ms] WHERE { ?s :p ?o }")
+    plan = job_plan(query, 3)
+    assert not plan.partitioned and plan.r2s == "RSTREAM"
+    events = [(time, f"<{S}{time}> <http://ex.org/{p}> {INTEGER % time} .") for time, p in [(0, "p"), (1, "q"), (7, "p"), (12, "q")]]
+    lines = [json.loads(line) for line in agree(query, files(events, [2]), 3, None)]
+    # Anchors 0, 2, …, 8 hold (a, a + 2 ms]: only anchor 6 holds an ex:p; the event at 12 ms closes them.
+    assert [(line["anchor"], line["final"], len(line["results"]["bindings"])) for line in lines] == [
+        (0, True, 0), (2, True, 0), (4, True, 0), (6, True, 1), (8, True, 0),
+    ]
 
 
 @pytest.mark.parametrize("query", ["debs-q1-frequent-routes.rq", "debs-q2-profitable-areas.rq"])
