@@ -63,3 +63,29 @@ def test_a_bind_leaves_a_malformed_geometry_unbound_through_flask(endpoint: Live
     assert bindings(response) == [{"city": f"{EX}dublin", "km": "187"}, {"city": f"{EX}galway", "km": "0"}]
     unbound = endpoint.query(f'PREFIX geof: <http://www.opengis.net/def/function/geosparql/> SELECT ?e WHERE {{ BIND(geof:envelope("POINT(1"^^{WKT}) AS ?e) }}')
     assert bindings(unbound) == [{}]
+
+
+def test_an_update_where_calls_the_same_functions(endpoint: LiveEndpoint) -> None:
+    # The registry reaches Update's WHERE too (fast path and Flask route): EPSG:4326 read latitude
+    # first, and a literal nested past what a WKT reader can recurse is an error, not a crash —
+    # pyoxigraph's own geof:envelope would overflow its stack on it and kill the server.
+    deep = "GEOMETRYCOLLECTION(" * 100_000 + "POINT(1 1)" + ")" * 100_000
+    update = f"""PREFIX : <{EX}> PREFIX geof: <http://www.opengis.net/def/function/geosparql/>
+INSERT {{ ?city :in :ireland ; :deep ?deep }} WHERE {{
+  ?city :at ?p FILTER(geof:sfWithin(?p, "{IRELAND}"^^{WKT}))
+  BIND(geof:envelope("{deep}"^^{WKT}) AS ?deep)
+}}"""
+    assert endpoint.update(update).status == 204
+    response = endpoint.post(
+        "/update",
+        body=urllib.parse.urlencode({"update": update.replace(":ireland", ":eire")}),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert response.status == 204, response.text
+    found = endpoint.query(f"PREFIX : <{EX}> SELECT ?city ?where ?deep WHERE {{ ?city :in ?where OPTIONAL {{ ?city :deep ?deep }} }} ORDER BY ?city ?where")
+    assert bindings(found) == [
+        {"city": f"{EX}dublin", "where": f"{EX}eire"},
+        {"city": f"{EX}dublin", "where": f"{EX}ireland"},
+        {"city": f"{EX}galway", "where": f"{EX}eire"},
+        {"city": f"{EX}galway", "where": f"{EX}ireland"},
+    ]

@@ -28,7 +28,7 @@ Two geometries in different CRSs: "calculations are in the spatial reference sys
 where PROJ knows no conversion, the call is an error.
 
 Expression errors (FILTER false, BIND unbound): an argument that is not a ``geo:wktLiteral``, WKT
-that GEOS cannot read or with a coordinate that is not finite, a CRS IRI that PROJ does not know
+that GEOS cannot read, nested more than ``MAX_NESTING`` deep or with a coordinate that is not finite, a CRS IRI that PROJ does not know
 or that is neither geographic in degrees nor projected, a unit that is not one of ``UNITS``, a
 non-finite radius or result, and any error GEOS or PROJ raise during a computation. Geometries that
 GEOS reads but the Simple Features rules call invalid (a self-crossing ring) are used as they are,
@@ -77,6 +77,9 @@ UNITS = {
 _LITERAL = re.compile(r"\s*(?:<([^>]*)>)?(.*)", re.DOTALL)
 _CRS_IRI = re.compile(r"http://www\.opengis\.net/def/crs/([A-Za-z0-9_.-]+)/[A-Za-z0-9_.-]+/([A-Za-z0-9_.-]+)")
 _EMPTY = shapely.from_wkt("GEOMETRYCOLLECTION EMPTY")
+# GEOS's WKT reader recurses per parenthesis and overflows the C stack (a segfault) on deeply nested
+# collections; real WKT nests 4 deep (a multipolygon in a collection).
+MAX_NESTING = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,6 +237,8 @@ def _parse(lexical: str) -> Geometry | None:
         return None
     if not text.strip():
         return Geometry(_EMPTY, frame, written)
+    if text.count("(") > MAX_NESTING and _nesting(text) > MAX_NESTING:
+        return None
     try:
         with np.errstate(all="ignore"):  # a coordinate past the double range overflows to inf
             shape = shapely.from_wkt(text)
@@ -242,6 +247,12 @@ def _parse(lexical: str) -> Geometry | None:
     if not np.isfinite(shapely.get_coordinates(shape)).all():
         return None
     return Geometry(_swap(shape) if frame.swapped else shape, frame, written)
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of parentheses in ``text``."""
+    codes = np.frombuffer(text.encode(), dtype=np.uint8)
+    return int(np.cumsum((codes == ord("(")).astype(np.int64) - (codes == ord(")"))).max())
 
 
 @lru_cache(maxsize=256)
