@@ -135,7 +135,7 @@ class ProtocolFastPath:
         base = _base_iri(environ)
 
         def execute() -> Answer:
-            self._store.update(text, base_iri=base, allow_remote=self._config.allow_remote)
+            self._store.update(text, base_iri=base, allow_remote=self._config.allow_remote, custom_functions=custom_functions())
             return "204 NO CONTENT", [("Content-Type", "text/html; charset=utf-8")], b""
 
         return execute

@@ -13,6 +13,7 @@ from flask import Blueprint, Response
 from cqels_endpoint.http.auth import write_access
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.params import base_iri, iris, operation_and_params
+from cqels_endpoint.runtime.functions.extensions import custom_functions
 
 SPARQL_UPDATE = "application/sparql-update"
 
@@ -32,5 +33,6 @@ def update() -> Response:
         using_graph_uris=using_graphs or None,
         using_named_graph_uris=using_named_graphs or None,
         allow_remote=endpoint().config.allow_remote,
+        custom_functions=custom_functions(),
     )
     return Response(status=204)

@@ -254,11 +254,13 @@ class StaticStore:
         using_named_graph_uris: Sequence[str] | None = None,
         allow_remote: bool = False,
         allow_files: bool = False,
+        custom_functions: Mapping[ox.NamedNode, Callable[..., object]] | None = None,
     ) -> ChangeEvent | None:
         """Run a SPARQL Update request, all or nothing; its change event, or None if nothing changed.
 
         ``LOAD``/``SERVICE`` of http(s) IRIs need ``allow_remote``, ``LOAD <file:…>`` needs
         ``allow_files`` (``RemoteAccessError`` otherwise, unless the LOAD is SILENT).
+        ``custom_functions``: the extension functions its WHERE clauses may call, as in ``query``.
         """
         for iri in (*(using_graph_uris or ()), *(using_named_graph_uris or ())):
             self._protocol_graph(iri)
@@ -277,6 +279,7 @@ class StaticStore:
                 using_named_graph_uris=using_named_graph_uris,
                 allow_remote=allow_remote,
                 allow_files=allow_files,
+                custom_functions=custom_functions,
             )
             request.run()
 

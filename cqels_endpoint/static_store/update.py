@@ -11,7 +11,7 @@ the request's net effect, and a failing operation lets the caller undo the whole
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyoxigraph as ox
@@ -69,8 +69,10 @@ class UpdateRequest:
         using_named_graph_uris: Sequence[str] | None = None,
         allow_remote: bool = False,
         allow_files: bool = False,
+        custom_functions: Mapping[ox.NamedNode, Callable[..., object]] | None = None,
     ):
         self._store = store
+        self._custom_functions = custom_functions
         self._batch = batch
         self._update = update
         self._allow_remote = allow_remote
@@ -175,7 +177,7 @@ class UpdateRequest:
     def _solutions(self, operation: ast.Node, where: ast.GroupGraphPattern, dataset: _Dataset) -> list:
         text = serialize_query(ast.Query(ast.SelectQuery(projection=(), where=where)))
         try:
-            return list(self._store.query(text, **dataset.query_options()))
+            return list(self._store.query(text, custom_functions=self._custom_functions, **dataset.query_options()))
         except SyntaxError as error:
             # Our own serialisation was refused: a construct pyoxigraph does not support.
             raise self._error(f"pyoxigraph cannot evaluate this WHERE clause: {error.msg}", operation) from None

@@ -126,6 +126,31 @@ def test_a_function_registered_in_this_process_is_evaluated_on_the_driver(engine
     assert build.engine == "spark" and not any("pyoxigraph" in note for note in build.notes) and len(build.rows) == 1
 
 
+def test_a_geosparql_filter_runs_on_spark_as_on_pyoxigraph(engine) -> None:
+    # The geof: functions are built-ins, which Spark's Python workers import: the cache stays on
+    # Spark, and it equals the local build (pyoxigraph with the same functions), errors included.
+    wkt = ox.NamedNode("http://www.opengis.net/ont/geosparql#wktLiteral")
+    places = {
+        "in": "POINT(1 1)",
+        "edge": "POINT(2 1)",
+        "out": "POINT(3 1)",
+        "lat-first": "<http://www.opengis.net/def/crs/EPSG/0/4326> POINT(1 1.5)",
+        "broken": "POINT(1 1",
+    }
+    store = ox.Store()
+    store.extend([ox.Quad(ox.NamedNode(EX + name), ox.NamedNode(EX + "at"), ox.Literal(text, datatype=wkt)) for name, text in places.items()])
+    store.add(ox.Quad(ox.NamedNode(EX + "plain"), ox.NamedNode(EX + "at"), ox.Literal("POINT(1 1)")))
+    query, (cache,) = caches(
+        f"PREFIX : <{EX}> PREFIX geof: <http://www.opengis.net/def/function/geosparql/> "
+        f"SELECT * WHERE {{ STREAM <{EX}s> [RANGE 1s] {{ ?x :q ?y }} ?x :at ?p "
+        'FILTER(geof:sfWithin(?p, "POLYGON((0 0, 2 0, 2 2, 0 2, 0 0))"^^<http://www.opengis.net/ont/geosparql#wktLiteral>)) '
+        "BIND(geof:envelope(?p) AS ?e) }"
+    )
+    build = assert_same(engine, query, cache, store)
+    assert build.engine == "spark" and not any("pyoxigraph" in note for note in build.notes), build.notes
+    assert len(build.rows) == 2  # "in", and "lat-first" read as (1.5, 1)
+
+
 def test_inline_data_alone_is_evaluated_on_the_driver(engine) -> None:
     # The VALUES row of an instance of a stored query: no graph to scan, no job to start.
     query, (cache,) = caches(

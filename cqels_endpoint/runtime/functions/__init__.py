@@ -9,8 +9,9 @@ One module per family, each with its table from built-in name to ``Builtin`` (fu
 - ``datetimes``: YEAR … TZ, and the literal NOW() gives;
 - ``hashes``: MD5, SHA1, SHA256, SHA384, SHA512;
 - ``casts``: the XSD constructor functions, keyed by datatype IRI (``CASTS``);
-- ``extensions``: the functions called by any other IRI (haversine, levenshtein, and those
-  ``register_function`` adds), one process-global registry also handed to pyoxigraph.
+- ``extensions``: the functions called by any other IRI (haversine, levenshtein, the GeoSPARQL
+  functions of ``geosparql``, and those ``register_function`` adds), one process-global registry
+  also handed to pyoxigraph.
 
 They stand on ``values`` (literals read as values, cached by term; results written back; the
 effective boolean value and the comparison operators) and ``xsd`` (the datatypes' IRIs and lexical

@@ -1,11 +1,14 @@
 """Extension functions called by IRI (SPARQL 1.1 §17.6): ``<urn:cqels:fn:haversine>(…)``.
 
-Two are built in, as in CQELS-QL 2.0 (``CQELS-QL_SPEC.md`` §9):
+Built in, as in CQELS-QL 2.0 (``CQELS-QL_SPEC.md`` §9):
 
 - ``urn:cqels:fn:haversine(lat1, lon1, lat2, lon2)``: the great-circle distance in kilometres
   (xsd:double) between two points given in decimal degrees, on a sphere of radius 6371 km;
 - ``urn:cqels:fn:levenshtein(a, b)``: the edit distance (xsd:integer) between the lexical forms of
-  two string literals, counted in code points.
+  two string literals, counted in code points;
+- the GeoSPARQL functions of ``geosparql`` (``geof:sfWithin``, ``geof:distance``, …). pyoxigraph
+  implements some ``geof:`` functions itself, differently (no EPSG:4326 axis order, no angular
+  units, a spherical distance); the registry's entries replace them wherever it is passed.
 
 ``register_function(iri, function)`` adds more, like rdflib's ``register_custom_function``. The
 registry is process-global, not per engine, because one function must mean the same in every
@@ -34,6 +37,7 @@ from typing import NamedTuple
 
 from pyoxigraph import BlankNode, Literal, NamedNode
 
+from cqels_endpoint.runtime.functions import geosparql
 from cqels_endpoint.runtime.functions.casts import CASTS
 from cqels_endpoint.runtime.functions.values import boolean_literal, integer_literal, numeric, numeric_literal, string_value
 from cqels_endpoint.runtime.functions.xsd import DECIMAL, RANK_DOUBLE, ExpressionError, format_decimal
@@ -234,6 +238,6 @@ def _rebuild() -> None:
     _PYOXIGRAPH[0] = {NamedNode(name): _pyoxigraph_entry(name) for name in _REGISTRY}
 
 
-_BUILT_INS = {HAVERSINE: haversine, LEVENSHTEIN: levenshtein}
+_BUILT_INS = {HAVERSINE: haversine, LEVENSHTEIN: levenshtein, **geosparql.FUNCTIONS}
 for _name, _function in _BUILT_INS.items():
     register_function(_name, _function)
