@@ -52,12 +52,13 @@ ORACLE_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too
 @dataclass
 class Scenario:
     """A query, the static data (N-Quads) and the events: ``["push", stream, time, n-triples]`` or
-    ``["advance", time]``."""
+    ``["advance", time]``; ``dialect`` the query reads in (``query.dialects``)."""
 
     query: str
     static: str = ""
     events: list[list] = field(default_factory=list)
     note: str = ""
+    dialect: str = "auto"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, ensure_ascii=False)
@@ -127,7 +128,7 @@ def run_both(scenario: Scenario) -> dict[tuple[str, str], list]:
     engine = Engine(store=static_store(scenario.static))
     # Parsed once: what ``Engine.register`` does before ``register_algebra``, and over half of what a
     # registration costs; the six registrations of one text would parse the same tree six times.
-    algebra = to_algebra(parse_query(scenario.query, stream_base=engine.stream_base))
+    algebra = to_algebra(parse_query(scenario.query, stream_base=engine.stream_base), dialect=scenario.dialect)
     logs: dict[tuple[str, str], list] = {}
     for mode in MODES:
         for r2s in R2S:

@@ -59,7 +59,15 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.dialects import Dialect, resolve_dialect
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.query.windows import DirectionalWindow, PolicyWindow, RangeWindow, WindowConfig, format_window, window_extent
+from cqels_endpoint.query.windows import (
+    DirectionalWindow,
+    PolicyWindow,
+    RangeWindow,
+    TriplesWindow,
+    WindowConfig,
+    format_window,
+    window_extent,
+)
 from cqels_endpoint.terms import IRI, BlankNode, Node, Var
 
 
@@ -69,7 +77,8 @@ def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = (), dialect: str 
     ``parameters`` make it a template: a ``ParameterTable`` of them is the first element of the
     WHERE group, where a one-row ``VALUES`` written there would be (``algebra.parameters``).
     ``dialect`` is the setting ``query.dialects.resolve_dialect`` reads (None: ``auto``); in
-    ``cqels2`` a ``[RANGE d]`` is tumbling (``cqels2_windows``) and HAVING reads SELECT aliases."""
+    ``cqels2`` a ``[RANGE d]`` is tumbling and a ``[TRIPLES n]`` counts the stream's statements
+    (``cqels2_windows``), and HAVING reads SELECT aliases."""
     resolved = resolve_dialect(dialect, query)
     if resolved is Dialect.CQELS2:
         query = cqels2_windows(query)
@@ -77,23 +86,25 @@ def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = (), dialect: str 
 
 
 def cqels2_windows(query: ast.Query) -> ast.Query:
-    """CQELS-QL 2.0's windows (§3.1): ``[RANGE d]`` and its explicit form ``[PAST d]`` are
+    """CQELS-QL 2.0's windows (§3.1): ``[TRIPLES n]`` holds the last ``n`` statements of the stream
+    (``TriplesWindow(n, stream_wide=True)``); ``[RANGE d]`` and its explicit form ``[PAST d]`` are
     tumbling, ``RangeWindow(d, d)``, unless the query has a directional window, whose anchors are
     its evaluations and beside which a backward window is read at each anchor (§3.2)."""
     windowed = [node for node in walk(query) if isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern))]
-    if any(isinstance(window_extent(node.window), DirectionalWindow) for node in windowed if node.window is not None):
-        return query
+    directional = any(isinstance(window_extent(node.window), DirectionalWindow) for node in windowed if node.window is not None)
 
-    def tumbling(window: WindowConfig) -> WindowConfig:
+    def meant(window: WindowConfig) -> WindowConfig:
         if isinstance(window, PolicyWindow):
-            return replace(window, window=tumbling(window.window))
-        if isinstance(window, RangeWindow) and not window.periodic:
+            return replace(window, window=meant(window.window))
+        if isinstance(window, TriplesWindow):
+            return TriplesWindow(window.count, stream_wide=True)
+        if isinstance(window, RangeWindow) and not window.periodic and not directional:
             return RangeWindow(window.range_ms, window.range_ms)
         return window
 
     def rewrite(node):
         if isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern)) and node.window is not None:
-            return replace(node, window=tumbling(node.window))
+            return replace(node, window=meant(node.window))
         return node
 
     return bottom_up(query, rewrite)
