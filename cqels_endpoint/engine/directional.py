@@ -168,7 +168,7 @@ class DirectionalQuery(ContinuousQuery):
         lines = []
         for st, window in zip(self.patterns, self._anchored):
             extent = window.extent
-            unit = " statements of the stream" if extent.stream_wide else " triples" if extent.count else " ms"
+            unit = " statements" if extent.stream_wide else " triples" if extent.count else " ms"
             past = "unbounded" if extent.past is None else f"{extent.past}{unit}"
             lines.append(f"window {st.id} on <{st.stream.value}> past {past}, future {extent.future}{unit}: {len(window)} triple(s) kept")
         return lines

@@ -132,9 +132,7 @@ class WindowReader:
         self._closed = False
         self.shed = 0  # triples this query's window did not take because it was full
 
-    def offer(
-        self, t: int, tau: int, tick: object, seqs: Iterator[int], index: int = 0
-    ) -> tuple[int | None, tuple[int, ...]]:
+    def offer(self, t: int, tau: int, tick: object, seqs: Iterator[int], index: int) -> tuple[int | None, tuple[int, ...]]:
         """Inserts a triple at ``t``, the ``index``-th statement of its event, if the window admits
         it at clock ``tau``: ``(seq, expired seqs)``, or ``(None, expired seqs)`` when it does not
         (or it is full and sheds it). ``seqs`` numbers a new insertion (leader only)."""
