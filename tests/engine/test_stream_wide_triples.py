@@ -158,14 +158,6 @@ def test_explain_shows_a_stream_wide_window_and_the_text_keeps_triples_n():
     assert "[TRIPLES 2]" in written and "[TRIPLES 3]" in written and parse_query(written) == parsed
 
 
-def test_a_spark_job_runs_a_stream_wide_count_window_on_one_partition():
-    from cqels_endpoint.streaming.plan import job_plan
-
-    plan = job_plan(PREFIX + f"SELECT ?s ?o WHERE {{ STREAM <{S}> [TRIPLES 3] {{ ?s :p ?o }} }}", 4, dialect="cqels2")
-    assert not plan.partitioned and plan.tasks == 1
-    assert "last statements of the whole stream" in plan.split.reason
-
-
 # --------------------------------------------------------------------------- the definition, drawn
 
 SUBJECTS, PREDICATES = ("a", "b", "c"), ("p", "q", "r")
