@@ -81,7 +81,8 @@ def window_extent(window: WindowConfig) -> WindowConfig:
 
 def stream_wide(window: WindowConfig) -> bool:
     """Whether ``window`` counts every statement of its stream (``TriplesWindow.stream_wide``)."""
-    return isinstance(window_extent(window), TriplesWindow) and window_extent(window).stream_wide
+    extent = window_extent(window)
+    return isinstance(extent, TriplesWindow) and extent.stream_wide
 
 
 def written_window(window: WindowConfig) -> WindowConfig:

@@ -124,8 +124,8 @@ def test_one_text_in_both_dialects_keeps_two_window_states():
             "cqels2-1": [[("a",)], [("a",)], [("c",)]],
             "cqels2-2": [[("a",)], [("a",)], [("c",)]],
         }
-        assert "StreamTriplesState" in engine.queries["cqels2-1"].explain()
-        assert "TriplesState" in engine.queries["cqels-0"].explain()
+        assert " StreamTriplesState: " in engine.queries["cqels2-1"].explain()
+        assert " TriplesState: " in engine.queries["cqels-0"].explain()
     finally:
         engine.close()
 
