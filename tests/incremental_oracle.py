@@ -50,7 +50,7 @@ ORACLE_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too
 @dataclass
 class Scenario:
     """A query, the static data (N-Quads) and the events: ``["push", stream, time, n-triples]`` or
-    ``["advance", time]``; ``dialect`` as ``Engine.register`` takes it (None: ``auto``)."""
+    ``["advance", time]``; ``dialect`` the query reads in (``query.dialects``)."""
 
     query: str
     static: str = ""

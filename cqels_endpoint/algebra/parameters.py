@@ -6,8 +6,9 @@ one-row ``VALUES`` written at the top of the WHERE would be. Binding an instance
 its one row of terms (SPARQL's own pre-binding: the group joins the row with the rest, so the
 results are those of substituting the terms wherever SPARQL defines substitution); an instance
 group makes it the ``InstanceTable`` of all its instances' rows (``engine.instances``). A ``TRIPLES
-n`` window is not SPARQL and counts the triples matching the *template's* pattern, so an instance
-sees what is among the last n of anybody, not the last n of its own terms.
+n`` window is not SPARQL and counts the triples matching the *template's* pattern (in the cqels2
+dialect, the stream's statements), so an instance sees what is among the last n of anybody, not
+the last n of its own terms.
 """
 
 from __future__ import annotations

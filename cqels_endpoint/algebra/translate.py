@@ -64,6 +64,7 @@ from cqels_endpoint.query.windows import (
     NowWindow,
     PolicyWindow,
     RangeWindow,
+    TriplesWindow,
     WindowConfig,
     format_window,
     window_extent,
@@ -77,7 +78,8 @@ def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = (), dialect: str 
     ``parameters`` make it a template: a ``ParameterTable`` of them is the first element of the
     WHERE group, where a one-row ``VALUES`` written there would be (``algebra.parameters``).
     ``dialect`` is the setting ``query.dialects.resolve_dialect`` reads (None: ``auto``); in
-    ``cqels2`` a ``[RANGE d]`` is tumbling (``cqels2_windows``) and HAVING reads SELECT aliases."""
+    ``cqels2`` a ``[RANGE d]`` is tumbling and a ``[TRIPLES n]`` counts the stream's statements
+    (``cqels2_windows``), and HAVING reads SELECT aliases."""
     resolved = resolve_dialect(dialect, query)
     if resolved is Dialect.CQELS2:
         query = cqels2_windows(query)
@@ -85,26 +87,28 @@ def to_algebra(query: ast.Query, parameters: tuple[Var, ...] = (), dialect: str 
 
 
 def cqels2_windows(query: ast.Query) -> ast.Query:
-    """CQELS-QL 2.0's windows (§3.1): ``[RANGE d]`` and its explicit form ``[PAST d]`` are
+    """CQELS-QL 2.0's windows (§3.1): ``[TRIPLES n]`` holds the last ``n`` statements of the stream
+    (``TriplesWindow(n, stream_wide=True)``); ``[RANGE d]`` and its explicit form ``[PAST d]`` are
     tumbling, ``RangeWindow(d, d)``, unless the query's evaluations are set by another window: a
     directional window's anchors (§3.2), beside which a backward window is read at each anchor, or
     a ``[NOW]`` window's "evaluate per arriving statement" (§3.1), beside which ``[RANGE d]`` is
     read at each event (a tumbling window would leave ``[NOW]`` empty at every close)."""
     windowed = [node for node in walk(query) if isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern))]
     extents = [window_extent(node.window) for node in windowed if node.window is not None]
-    if any(isinstance(extent, (DirectionalWindow, NowWindow)) for extent in extents):
-        return query
+    evaluated_elsewhere = any(isinstance(extent, (DirectionalWindow, NowWindow)) for extent in extents)
 
-    def tumbling(window: WindowConfig) -> WindowConfig:
+    def meant(window: WindowConfig) -> WindowConfig:
         if isinstance(window, PolicyWindow):
-            return replace(window, window=tumbling(window.window))
-        if isinstance(window, RangeWindow) and not window.periodic:
+            return replace(window, window=meant(window.window))
+        if isinstance(window, TriplesWindow):
+            return TriplesWindow(window.count, stream_wide=True)
+        if isinstance(window, RangeWindow) and not window.periodic and not evaluated_elsewhere:
             return RangeWindow(window.range_ms, window.range_ms)
         return window
 
     def rewrite(node):
         if isinstance(node, (ast.StreamDataset, ast.NamedWindow, ast.StreamPattern)) and node.window is not None:
-            return replace(node, window=tumbling(node.window))
+            return replace(node, window=meant(node.window))
         return node
 
     return bottom_up(query, rewrite)

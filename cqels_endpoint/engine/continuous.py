@@ -22,7 +22,7 @@ from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
-from cqels_endpoint.query.windows import RangeWindow, WindowConfig, window_extent
+from cqels_endpoint.query.windows import RangeWindow, WindowConfig, stream_wide, window_extent
 from cqels_endpoint.runtime.latency import LatencyHistogram
 from cqels_endpoint.runtime.routing import PatternSpec, Router
 from cqels_endpoint.runtime.sharing import WindowReader
@@ -76,6 +76,9 @@ class ContinuousQuery:
         # The router of each stream, made at the first event (``_on_event``), and the ids of the
         # constants it matches, each holding a dictionary reference until the query closes.
         self._routes: dict[str, Router] | None = None
+        # The stream-wide count windows (cqels2 ``[TRIPLES n]``) by stream, as (pattern id, reader),
+        # made with the routers: each counts every statement of every event of its stream.
+        self._counting: dict[str, list[tuple[int, WindowReader]]] = {}
         self._route_constants: list[int] = []
         self._subscribers: list[Callable[[Emission], None]] = []
         self._json_only: list[Callable[[Emission], None]] = []  # those of the subscribers that read only JSON
@@ -181,9 +184,15 @@ class ContinuousQuery:
             tau = event.time if self.clock is None else max(event.time, self.clock)
         if self._routes is None:
             self._routes = _routes(self.patterns, self.streams, self.evaluator.dictionary, self._route_constants)
+            for st, window in zip(self.patterns, self.windows):
+                if stream_wide(st.window):
+                    self._counting.setdefault(st.stream.value, []).append((st.id, window))
         evaluator = self.evaluator
-        for pattern_id, ids in self._routes[event.stream].route(event.ids):
-            seq, expired = self.windows[pattern_id].offer(event.time, tau, event.arrival, seqs)
+        for pattern_id, window in self._counting.get(event.stream, ()):
+            for gone in window.statements(len(event.ids) // 3):
+                evaluator.on_expire(pattern_id, gone)
+        for pattern_id, ids, index in self._routes[event.stream].route(event.ids):
+            seq, expired = self.windows[pattern_id].offer(event.time, tau, event.arrival, seqs, index)
             if seq is not None:  # None: already out of the window at the query's clock, or shed
                 evaluator.on_insert(pattern_id, ids, event.time, seq)
             for gone in expired:

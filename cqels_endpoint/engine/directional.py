@@ -48,7 +48,7 @@ from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.dialects import Dialect
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.windows import DirectionalWindow, window_extent
-from cqels_endpoint.runtime.anchors import AnchoredWindow, Anchors, Extent
+from cqels_endpoint.runtime.anchors import AnchoredWindow, Anchors, Extent, StatementCount
 from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.streams import Event
 
@@ -173,7 +173,14 @@ class DirectionalQuery(ContinuousQuery):
         self._final, self._early = evaluators.final, evaluators.early
         # One view per evaluator: 0 the final results', 1 the early results'.
         self._views = {evaluator: i for i, evaluator in enumerate(e for e in (self._final, self._early) if e is not None)}
-        self._anchored = [AnchoredWindow(extent, evaluators.dictionary, len(self._views)) for extent in extents]
+        # The statements of each stream a stream-wide count window (cqels2 [TRIPLES n]) reads.
+        self._statements = {st.stream.value: StatementCount() for st, e in zip(self.patterns, extents) if e.stream_wide}
+        self._anchored = [
+            AnchoredWindow(extent, evaluators.dictionary, len(self._views), self._statements.get(st.stream.value) if extent.stream_wide else None)
+            for st, extent in zip(self.patterns, extents)
+        ]
+        # The anchor each view read last: no view reads an earlier one again.
+        self._read_at: dict[int, int] = {}
         self._by_id = {st.id: window for st, window in zip(self.patterns, self._anchored)}
         self._count_windows = [w for w in self._anchored if w.extent.count and w.extent.future]
         # CQELS-QL 2.0 §3.2: one result per anchor (and per early evaluation), changed or not.
@@ -195,7 +202,7 @@ class DirectionalQuery(ContinuousQuery):
         lines = []
         for st, window in zip(self.patterns, self._anchored):
             extent = window.extent
-            unit = " triples" if extent.count else " ms"
+            unit = " statements" if extent.stream_wide else " triples" if extent.count else " ms"
             past = "unbounded" if extent.past is None else f"{extent.past}{unit}"
             lines.append(f"window {st.id} on <{st.stream.value}> past {past}, future {extent.future}{unit}: {len(window)} triple(s) kept")
         return lines
@@ -210,7 +217,9 @@ class DirectionalQuery(ContinuousQuery):
         if self._routes is None:
             self._routes = _routes(self.patterns, self.streams, self.evaluator.dictionary, self._route_constants)
         bound = self.limits.max_window_triples
-        for pattern_id, ids in self._routes[event.stream].route(event.ids):
+        statements = self._statements.get(event.stream)
+        before = 0 if statements is None else statements.total
+        for pattern_id, ids, index in self._routes[event.stream].route(event.ids):
             window = self._by_id[pattern_id]
             if bound is not None and len(window) >= bound:
                 if not self.limits.sheds:
@@ -218,7 +227,9 @@ class DirectionalQuery(ContinuousQuery):
                     raise LimitExceeded(msg)
                 self._shed += 1
                 continue
-            window.append(time, ids)
+            window.append(time, ids, before + index)
+        if statements is not None:
+            statements.add(time, len(event.ids) // 3)
         if self._count_windows:  # the event may complete the triples after an anchor
             self._close_through(time, seqs)
         if self._early is not None:
@@ -252,6 +263,11 @@ class DirectionalQuery(ContinuousQuery):
                 evaluator.on_expire(st.id, seq)
             for seq, ids, t in entered:
                 evaluator.on_insert(st.id, ids, t, seq)
+        self._read_at[view] = anchor
+        if len(self._read_at) == len(self._views):
+            floor = min(self._read_at.values())
+            for statements in self._statements.values():
+                statements.forget(floor)
 
     def _evaluate_at(self, evaluator: Evaluator, anchor: int, *, final: bool) -> None:
         clock = self.clock

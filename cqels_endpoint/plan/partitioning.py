@@ -20,8 +20,9 @@ keeps only the solutions whose key value it owns (a triple routed by one positio
 pattern holding the key at another). Static patterns are evaluated in every partition.
 
 Without a key the whole query runs on one partition, and ``reason`` says why: no variable common
-to every stream pattern, a window whose contents or schedule are global (count windows, periodic
-and directional windows: their closes and anchors are set by the events of every key), CEP
+to every stream pattern, a window whose contents or schedule are global (count windows, above all
+CQELS-QL 2.0's, which count every statement of the stream; periodic and directional windows:
+their closes and anchors are set by the events of every key), CEP
 ``SEQ`` (a match spans events in stream order), a property path over a stream, or an inner
 sub-query that slices, groups or projects the key away.
 """
@@ -33,7 +34,7 @@ from dataclasses import dataclass, replace
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.variables import in_scope, mentioned, triple_vars
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.query.windows import NowWindow, RangeWindow, window_extent
+from cqels_endpoint.query.windows import NowWindow, RangeWindow, stream_wide, window_extent
 from cqels_endpoint.terms import IRI, Var
 
 # The unary nodes a query's top may have that the global stage evaluates.
@@ -151,6 +152,8 @@ def partitioning(query: n.AlgebraQuery) -> Partitioning:
 
     for stream in streams:
         window = window_extent(stream.window)
+        if stream_wide(window):
+            return single(f"the window of {stream.stream} holds the last statements of the whole stream (CQELS-QL 2.0's [TRIPLES n]), whatever their key")
         if not isinstance(window, (RangeWindow, NowWindow)) or (isinstance(window, RangeWindow) and window.periodic):
             return single(f"the window of {stream.stream} is not an eager time window (its contents or closes depend on the events of every key)")
     for node in walk(query.pattern):

@@ -1,7 +1,8 @@
 """The stream triple patterns of a continuous query: the unit that windows apply to.
 
 A window applies to each triple pattern of a ``StreamPattern`` separately (``TRIPLES n`` counts
-the triples matching *that* pattern: docs/ARCHITECTURE.md, "Windows and time"), so the engine
+the triples matching *that* pattern, or in the cqels2 dialect the stream's statements, of which
+each pattern sees those it matches: docs/ARCHITECTURE.md, "Windows and time"), so the engine
 numbers the stream triple patterns of a query once, in a stable order, and every part of the
 engine names them by that number:
 

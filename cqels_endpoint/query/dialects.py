@@ -8,9 +8,11 @@ The grammar reads both into one AST; they differ in what some constructs *mean*
   triples of each triple pattern, HAVING as SPARQL 1.1 defines it, directional windows under the
   query's R2S (ISTREAM by default: an anchor that adds nothing emits nothing).
 - ``cqels2``: CQELS-QL 2.0 (``CQELS-QL_SPEC.md``): ``[RANGE d]`` tumbling (§3.1), ``[TRIPLES n]``
-  the last ``n`` statements of the stream (§3.1), HAVING naming SELECT aliases (§9), one result
-  per anchor of a directional window (§3.2): an emission at every anchor (and early evaluation),
-  empty or unchanged ones too, RSTREAM by default (``engine.directional.query_r2s``).
+  the last ``n`` statements of the stream whatever they match, each triple pattern reading the
+  stream seeing those it matches, counted from the query's registration (§3.1; beside a
+  directional window, the last ``n`` with ``t ≤`` the anchor), HAVING naming SELECT aliases (§9),
+  one result per anchor of a directional window (§3.2): an emission at every anchor (and early
+  evaluation), empty or unchanged ones too, RSTREAM by default (``engine.directional.query_r2s``).
 
 A query gets ``cqels2`` when it is asked for (``Engine(dialect=…)``, ``cqels serve --dialect``,
 ``?dialect=`` on a registration) or, with the default ``auto``, when it starts with CQELS-QL 2.0's

@@ -36,6 +36,7 @@ from cqels_endpoint.query.windows import (
     WindowConfig,
     format_duration,
     format_window,
+    written_window,
 )
 from cqels_endpoint.terms import XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, BlankNode, Literal, Var
 
@@ -165,7 +166,8 @@ def _iso_duration(ms: int) -> str:
 
 def _rspql_window(window: WindowConfig) -> str:
     """The RSP-QL form ``[RANGE PT… STEP PT…]`` / ``[COUNT n]`` for ``FROM NAMED WINDOW``."""
-    match window:
+    written = written_window(window)
+    match written:
         case RangeWindow(range_ms, None):
             return f"[RANGE {_iso_duration(range_ms)}]"
         case RangeWindow(range_ms, slide_ms):
@@ -173,7 +175,7 @@ def _rspql_window(window: WindowConfig) -> str:
         case TriplesWindow(count):
             return f"[COUNT {count}]"
         case NowWindow() | AllWindow() | DirectionalWindow() | PolicyWindow():
-            return format_window(window)
+            return format_window(written)
     raise TypeError(f"not a window configuration: {window!r}")
 
 
@@ -182,7 +184,7 @@ def _stream_dataset_window(window: WindowConfig) -> str:
     match window:
         case RangeWindow(range_ms, slide_ms) if slide_ms is not None:
             return f"[RANGE {format_duration(range_ms)} STEP {format_duration(slide_ms)}]"
-    return format_window(window)
+    return format_window(written_window(window))
 
 
 # --------------------------------------------------------------------------- expressions
@@ -364,7 +366,7 @@ def _element(element: ast.GroupElement, indent: str) -> str:
             return _group(ast.GroupGraphPattern((element,)), indent)
         case ast.StreamPattern(stream, window, pattern, declared):
             # A declared block reads its FROM STREAM window; writing the window would make it its own.
-            written = "" if declared else f" {format_window(window)}"
+            written = "" if declared else f" {format_window(written_window(window))}"
             return f"STREAM {write_term(stream)}{written} {_group(pattern, indent)}"
         case ast.WindowPattern(name, pattern):
             return f"WINDOW {write_term(name)} {_group(pattern, indent)}"

@@ -37,9 +37,12 @@ class AllWindow:
 
 @dataclass(frozen=True)
 class TriplesWindow:
-    """``TRIPLES n`` / RSP-QL ``COUNT n``: the last ``n`` triples matching each triple pattern."""
+    """``TRIPLES n`` / RSP-QL ``COUNT n``: the last ``n`` triples matching each triple pattern; with
+    ``stream_wide`` (CQELS-QL 2.0's reading, ``query.dialects``) the last ``n`` statements of the
+    stream, whatever they match, of which each triple pattern sees those it matches."""
 
     count: int
+    stream_wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,23 @@ def window_extent(window: WindowConfig) -> WindowConfig:
     return window.window if isinstance(window, PolicyWindow) else window
 
 
+def stream_wide(window: WindowConfig) -> bool:
+    """Whether ``window`` counts every statement of its stream (``TriplesWindow.stream_wide``)."""
+    extent = window_extent(window)
+    return isinstance(extent, TriplesWindow) and extent.stream_wide
+
+
+def written_window(window: WindowConfig) -> WindowConfig:
+    """``window`` as query text spells it: a count window is ``[TRIPLES n]`` whichever way the
+    dialect reads it."""
+    match window:
+        case TriplesWindow(count, True):
+            return TriplesWindow(count)
+        case PolicyWindow(inner, emit, lateness_ms):
+            return PolicyWindow(written_window(inner), emit, lateness_ms)
+    return window
+
+
 def format_duration(ms: int) -> str:
     """The shortest unit form that round-trips through the parser: ``90000`` → ``"90s"``."""
     for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
@@ -85,7 +105,9 @@ def format_duration(ms: int) -> str:
 
 
 def format_window(window: WindowConfig) -> str:
-    """The CQELS surface syntax of a window, e.g. ``[RANGE 30s SLIDE 5s]``."""
+    """The CQELS surface syntax of a window, e.g. ``[RANGE 30s SLIDE 5s]``; a stream-wide count
+    window shows as ``[TRIPLES n OF STREAM]``, which does not parse: query text writes it
+    ``[TRIPLES n]`` (``written_window``), which the cqels2 dialect reads so."""
     match window:
         case RangeWindow(range_ms, None):
             return f"[RANGE {format_duration(range_ms)}]"
@@ -95,8 +117,8 @@ def format_window(window: WindowConfig) -> str:
             return "[NOW]"
         case AllWindow():
             return "[ALL]"
-        case TriplesWindow(count):
-            return f"[TRIPLES {count}]"
+        case TriplesWindow(count, stream_wide):
+            return f"[TRIPLES {count}{' OF STREAM' if stream_wide else ''}]"
         case DirectionalWindow(past, future, step_ms, count):
             extent = format_duration if not count else str
             text = "TRIPLES " if count else ""

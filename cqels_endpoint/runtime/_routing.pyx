@@ -37,7 +37,7 @@ cdef class Router:
                     self.by_predicate[predicate].push_back(index)
 
     def route(self, ids):
-        """Every ``(pattern id, (s, p, o))`` a triple of ``ids`` matches, in order."""
+        """Every ``(pattern id, (s, p, o), index in the event)`` a triple of ``ids`` matches, in order."""
         cdef const long long[:] view = ids
         cdef Py_ssize_t start
         cdef int64_t triple[3]
@@ -67,5 +67,5 @@ cdef class Router:
                             matches = False
                             break
                 if matches:
-                    matched.append((self.pattern_ids[index], (triple[0], triple[1], triple[2])))
+                    matched.append((self.pattern_ids[index], (triple[0], triple[1], triple[2]), start // 3))
         return matched

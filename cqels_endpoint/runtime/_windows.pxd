@@ -37,3 +37,10 @@ cdef class AllState(WindowState):
 
 cdef class TriplesState(WindowState):
     cdef readonly int64_t count
+
+
+cdef class StreamTriplesState(WindowState):
+    cdef readonly int64_t count
+    cdef readonly int64_t seen  # the stream's statements, the current event's included
+    cdef int64_t _start  # the ordinal of the current event's first statement
+    cdef cdeque[int64_t] _ordinals  # each entry's statement in the stream, in step with the entries

@@ -1,7 +1,8 @@
 # distutils: language = c++
 """Compiled window states: the twins of ``windows.py``'s (same admissions, same expiries, same
 order), each window's ``(t, seq)`` entries in a C++ deque of int64 pairs, 16 bytes a triple. Only
-``NOW`` keeps the tick of each entry, a Python object, beside them (its window holds one event)."""
+``NOW`` keeps the tick of each entry, a Python object, beside them (its window holds one event),
+and a stream-wide count window the ordinal of each entry's statement in the stream."""
 
 from collections import deque
 
@@ -14,7 +15,7 @@ cdef class WindowState:
     def admits(self, int64_t t, int64_t tau):
         return True
 
-    def insert(self, int64_t t, int64_t seq, tick=None):
+    def insert(self, int64_t t, int64_t seq, tick=None, int64_t index=0):
         self._append(t, seq, tick)
         return []
 
@@ -111,10 +112,43 @@ cdef class TriplesState(WindowState):
     def __init__(self, int64_t count):
         self.count = count
 
-    def insert(self, int64_t t, int64_t seq, tick=None):
+    def insert(self, int64_t t, int64_t seq, tick=None, int64_t index=0):
         self._append(t, seq, tick)
         cdef list gone = []
         while <int64_t>self._entries.size() > self.count:
             gone.append(self._entries.front().seq)
             self._pop_front()
         return gone
+
+
+cdef class StreamTriplesState(WindowState):
+    """``TRIPLES n`` in CQELS-QL 2.0: the pattern's triples among the last ``n`` statements of the
+    stream (see windows.StreamTriplesState)."""
+
+    def __init__(self, int64_t count):
+        self.count = count
+        self.seen = 0
+        self._start = 0
+
+    def statements(self, int64_t k):
+        """An event of ``k`` statements begins: the sequence numbers now out of the last ``n``."""
+        self._start = self.seen
+        self.seen += k
+        cdef int64_t first = self.seen - self.count
+        cdef list gone = []
+        while not self._ordinals.empty() and self._ordinals.front() < first:
+            gone.append(self._entries.front().seq)
+            self._pop_front()
+        return gone
+
+    def insert(self, int64_t t, int64_t seq, tick=None, int64_t index=0):
+        cdef int64_t ordinal = self._start + index
+        if ordinal < self.seen - self.count:
+            return [seq]
+        self._append(t, seq, tick)
+        self._ordinals.push_back(ordinal)
+        return []
+
+    cdef void _pop_front(self):
+        WindowState._pop_front(self)
+        self._ordinals.pop_front()

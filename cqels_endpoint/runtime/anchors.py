@@ -10,6 +10,8 @@ FUTURE f]``, ``[FUTURE f]``
 ``[NOW]``                          ``t = a``
 ``[ALL]``                          ``t ≤ a``
 ``[TRIPLES n]``                    the last ``n`` triples with ``t ≤ a``
+``[TRIPLES n]`` (cqels2)           the triples among the last ``n`` statements of the stream with
+                                   ``t ≤ a`` (``StatementCount`` counts them)
 ``[TRIPLES PAST n FUTURE m]``      the last ``n`` triples with ``t ≤ a`` and the first ``m`` after ``a``
 =================================  ==============================================================
 
@@ -35,11 +37,13 @@ from cqels_endpoint.query.windows import AllWindow, DirectionalWindow, NowWindow
 @dataclass(frozen=True)
 class Extent:
     """What a window holds around an anchor: ``past``/``future`` in ms, or in triples when
-    ``count``; ``past`` None is unbounded (``ALL``)."""
+    ``count`` (in statements of the stream when also ``stream_wide``); ``past`` None is unbounded
+    (``ALL``)."""
 
     past: int | None
     future: int = 0
     count: bool = False
+    stream_wide: bool = False
 
     @staticmethod
     def of(window: WindowConfig) -> Extent:
@@ -53,8 +57,8 @@ class Extent:
                 return Extent(1)  # integer ms: a − 1 < t ≤ a is t = a
             case AllWindow():
                 return Extent(None)
-            case TriplesWindow(count):
-                return Extent(count, 0, True)
+            case TriplesWindow(count, stream_wide):
+                return Extent(count, 0, True, stream_wide)
         msg = f"the window {window!r} is not read at anchors"
         raise ValueError(msg)
 
@@ -72,25 +76,65 @@ class View:
         self.seqs = deque()
 
 
-class AnchoredWindow:
-    """The triples of one stream pattern of a directional query, read at anchors by ``views``."""
+class StatementCount:
+    """The statements of one stream a directional query was offered, counted by time: a
+    stream-wide count window reads, at an anchor ``a``, how many have ``t ≤ a``. One record per
+    distinct event time, until no anchor to come can read it (``forget``)."""
 
-    def __init__(self, extent: Extent, dictionary, views: int) -> None:
+    def __init__(self) -> None:
+        self.total = 0  # every statement offered so far: the ordinal of the next one
+        self._times: list[int] = []
+        self._totals: list[int] = []  # the statements with t ≤ _times[i]
+        self._before = 0  # the statements with t ≤ the last record forgotten
+
+    def add(self, t: int, k: int) -> None:
+        """An event at ``t`` (released in timestamp order) of ``k`` statements was offered."""
+        self.total += k
+        if self._times and self._times[-1] == t:
+            self._totals[-1] = self.total
+        else:
+            self._times.append(t)
+            self._totals.append(self.total)
+
+    def through(self, anchor: int) -> int:
+        """How many statements have ``t ≤ anchor`` (an anchor not before the last ``forget``)."""
+        i = bisect.bisect_right(self._times, anchor)
+        return self._totals[i - 1] if i else self._before
+
+    def forget(self, anchor: int) -> None:
+        """No anchor before ``anchor`` will be read again: the records it made useless go, in
+        chunks so that forgetting stays amortised O(1)."""
+        i = bisect.bisect_right(self._times, anchor)
+        if i and i * 2 >= len(self._times):
+            self._before = self._totals[i - 1]
+            del self._times[:i], self._totals[:i]
+
+
+class AnchoredWindow:
+    """The triples of one stream pattern of a directional query, read at anchors by ``views``;
+    a stream-wide count window reads its stream's ``statements`` too."""
+
+    def __init__(self, extent: Extent, dictionary, views: int, statements: StatementCount | None = None) -> None:
         self.extent = extent
         self.dictionary = dictionary
         self.views = [View() for _ in range(views)]
+        self.statements = statements
         self._times: list[int] = []
         self._ids: list[tuple[int, int, int]] = []
+        self._ordinals: list[int] = []  # a stream-wide window's: each triple's statement in the stream
         self._base = 0  # the index of _times[0]
 
     def __len__(self) -> int:
         return len(self._times)
 
-    def append(self, t: int, ids: tuple[int, int, int]) -> None:
-        """A triple (released in timestamp order) matched the pattern; the window keeps a reference."""
+    def append(self, t: int, ids: tuple[int, int, int], ordinal: int = 0) -> None:
+        """A triple (released in timestamp order), the ``ordinal``-th statement of its stream,
+        matched the pattern; the window keeps a reference."""
         self.dictionary.incref_many(ids)
         self._times.append(t)
         self._ids.append(ids)
+        if self.statements is not None:
+            self._ordinals.append(ordinal)
 
     def after(self, anchor: int) -> int:
         """How many of the kept triples have ``t > anchor``."""
@@ -109,7 +153,11 @@ class AnchoredWindow:
         below_cap = base + (len(times) if cap is None else bisect.bisect_right(times, cap))
         if extent.count:
             split = base + bisect.bisect_right(times, anchor)
-            lo = base if extent.past is None else max(base, split - extent.past)
+            if self.statements is not None:
+                # The triples of the last n statements with t ≤ a: both ends are monotone in a.
+                lo = base + bisect.bisect_left(self._ordinals, self.statements.through(anchor) - extent.past)
+            else:
+                lo = base if extent.past is None else max(base, split - extent.past)
             return lo, min(split + extent.future, below_cap)
         lo = base if extent.past is None else base + bisect.bisect_right(times, anchor - extent.past)
         return lo, min(base + bisect.bisect_right(times, anchor + extent.future), below_cap)
@@ -137,7 +185,7 @@ class AnchoredWindow:
         keep_from = min(view.lo for view in self.views) - self._base
         if keep_from and keep_from * 2 >= len(self._times):
             self._release(self._ids[:keep_from])
-            del self._times[:keep_from], self._ids[:keep_from]
+            del self._times[:keep_from], self._ids[:keep_from], self._ordinals[:keep_from]
             self._base += keep_from
 
     def _release(self, rows: Sequence[tuple[int, int, int]]) -> None:
@@ -146,7 +194,7 @@ class AnchoredWindow:
 
     def close(self) -> None:
         self._release(self._ids)
-        self._times, self._ids = [], []
+        self._times, self._ids, self._ordinals = [], [], []
 
 
 class Anchors:

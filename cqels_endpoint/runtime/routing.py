@@ -4,9 +4,10 @@ A ``Router`` holds the stream triple patterns of one query on one stream, each g
 ``PatternSpec``: the ids of the predicates a matching triple may have (None: any), the constants it
 must have at other positions, and the positions that must hold the same term (a pattern repeating
 a variable or blank node, ``?x :p ?x``). ``route(ids)`` takes the ids of an event's triples, three
-per triple (``TermDictionary.encode_triples``), and lists every ``(pattern id, (s, p, o))`` such
-that the triple matches the pattern: triples in event order, and for each triple its patterns in
-pattern order — the order the windows are offered a triple in, which numbers their entries. It looks
+per triple (``TermDictionary.encode_triples``), and lists every ``(pattern id, (s, p, o), index)``
+such that the triple, the ``index``-th of the event, matches the pattern: triples in event order,
+and for each triple its patterns in pattern order — the order the windows are offered a triple in,
+which numbers their entries (a stream-wide count window also reads the index). It looks
 a triple up by its predicate id, then checks the constants of the few patterns found there, so the
 cost does not grow with the patterns of other predicates.
 
@@ -19,7 +20,7 @@ the reference version below; both route the same (tests/runtime/test_routing.py)
 >>> from array import array
 >>> router = Router([PatternSpec(0, (7,), ((2, 9),), ()), PatternSpec(1, None, (), ((0, 2),))])
 >>> router.route(array("q", [1, 7, 9, 1, 7, 2, 3, 8, 3]))
-[(0, (1, 7, 9)), (1, (3, 8, 3))]
+[(0, (1, 7, 9), 0), (1, (3, 8, 3), 2)]
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class RouterPython:
             p: tuple(spec for spec in specs if spec.predicates is None or p in spec.predicates) for p in predicates
         }
 
-    def route(self, ids: Sequence[int]) -> list[tuple[int, tuple[int, int, int]]]:
-        """Every ``(pattern id, (s, p, o))`` a triple of ``ids`` matches, in order."""
+    def route(self, ids: Sequence[int]) -> list[tuple[int, tuple[int, int, int], int]]:
+        """Every ``(pattern id, (s, p, o), index in the event)`` a triple of ``ids`` matches, in order."""
         matched = []
         for start in range(0, len(ids), 3):
             triple = (ids[start], ids[start + 1], ids[start + 2])
@@ -60,7 +61,7 @@ class RouterPython:
                 if all(triple[position] == constant for position, constant in spec.constants) and all(
                     triple[a] == triple[b] for a, b in spec.repeats
                 ):
-                    matched.append((spec.pattern_id, triple))
+                    matched.append((spec.pattern_id, triple, start // 3))
         return matched
 
 

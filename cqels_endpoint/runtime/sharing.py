@@ -9,7 +9,9 @@ instances of one stored template (``engine.registry``) are exactly such queries:
 pre-bound by a VALUES block at the top of the WHERE, which leaves the stream patterns alone.
 
 ``SharedWindows`` keys window states by ``(signature of all the query's stream patterns, pattern id,
-origin, registration epoch)``; the engine bumps the epoch at every dispatched event and advance. The
+origin, registration epoch)``; the engine bumps the epoch at every dispatched event and advance.
+The signature holds each pattern's window configuration, whose dialect's meaning is part of it
+(``TriplesWindow.stream_wide``), so queries reading one text in two dialects share no state. The
 queries of one key each get a ``WindowReader``; the engine drives them in lockstep (it hands each
 event, advance and close to every query in turn, and identical queries make identical calls), so
 the first reader to make a call — the *leader* — applies it to the one state and logs its result,
@@ -130,10 +132,10 @@ class WindowReader:
         self._closed = False
         self.shed = 0  # triples this query's window did not take because it was full
 
-    def offer(self, t: int, tau: int, tick: object, seqs: Iterator[int]) -> tuple[int | None, tuple[int, ...]]:
-        """Inserts a triple at ``t`` if the window admits it at clock ``tau``: ``(seq, expired
-        seqs)``, or ``(None, expired seqs)`` when it does not (or it is full and sheds it). ``seqs``
-        numbers a new insertion (leader only)."""
+    def offer(self, t: int, tau: int, tick: object, seqs: Iterator[int], index: int) -> tuple[int | None, tuple[int, ...]]:
+        """Inserts a triple at ``t``, the ``index``-th statement of its event, if the window admits
+        it at clock ``tau``: ``(seq, expired seqs)``, or ``(None, expired seqs)`` when it does not
+        (or it is full and sheds it). ``seqs`` numbers a new insertion (leader only)."""
         state = self._shared.state
         bound = self._registry.limits.max_window_triples
 
@@ -150,9 +152,9 @@ class WindowReader:
                         raise LimitExceeded(f"{self.describe()} is full: it holds {len(state)} triples, the limit max_window_triples={bound}")
                     return (None, gone, True)
             seq = next(seqs)
-            return (seq, gone + tuple(state.insert(t, seq, tick)), False)
+            return (seq, gone + tuple(state.insert(t, seq, tick, index)), False)
 
-        seq, expired, shed = self._call(("offer", t, tau, tick), apply)
+        seq, expired, shed = self._call(("offer", t, tau, tick, index), apply)
         self.shed += shed
         return seq, expired
 
@@ -160,6 +162,12 @@ class WindowReader:
         """The seqs leaving the window before the evaluation at ``tau`` (``WindowState.expire``)."""
         state = self._shared.state
         return self._call(("expire", tau, tick), lambda: tuple(state.expire(tau, tick)))
+
+    def statements(self, k: int) -> tuple[int, ...]:
+        """The seqs leaving a stream-wide count window once an event of ``k`` statements was
+        offered (``StreamTriplesState.statements``)."""
+        state = self._shared.state
+        return self._call(("statements", k), lambda: tuple(state.statements(k)))
 
     def __len__(self) -> int:
         return len(self._shared.state)

@@ -5,6 +5,8 @@ triple pattern: docs/ARCHITECTURE.md, "Windows and time"). A state only knows ti
 sequence numbers: the engine inserts ``(t, seq)`` for each matching triple and, before each
 evaluation at time ``τ``, asks which sequence numbers leave. Every buffer is a FIFO by timestamp
 (a stream's timestamps never decrease), so expiry pops from the left and never scans the window.
+A stream-wide count window also counts the statements of its stream: the engine tells it each
+event's number of statements (``StreamTriplesState.statements``) before offering its triples.
 
 The classes below are the reference versions; ``build_window`` makes their compiled twins
 (``_windows.pyx``: the same calls, each entry two int64 in a C++ deque) unless
@@ -20,6 +22,8 @@ event, at its timestamp, and at each clock advance; periodic queries at their cl
 ``NOW``                the triples of the event being processed; nothing at an advance or a close
 ``ALL``                every triple since the query was registered
 ``TRIPLES n``          the last ``n`` matching triples (expired as soon as the ``n+1``-th arrives)
+``TRIPLES n`` (cqels2) the matching triples among the last ``n`` statements of the stream, counted
+                       from the query's registration (expired once ``n`` later statements came)
 =====================  =========================================================================
 
 >>> state = build_window(RangeWindow(3))
@@ -49,6 +53,7 @@ class WindowState:
     """
 
     def __init__(self) -> None:
+        # (t, seq, what else the state's expiry reads: NOW's tick, a stream-wide window's ordinal)
         self._entries: deque[tuple[int, int, object]] = deque()
 
     def admits(self, t: int, tau: int) -> bool:
@@ -56,8 +61,9 @@ class WindowState:
         (one arriving on a lagging stream may already be out of the window)."""
         return True
 
-    def insert(self, t: int, seq: int, tick: object = None) -> list[int]:
-        """Adds a triple; returns the sequence numbers this insertion pushes out (oldest first)."""
+    def insert(self, t: int, seq: int, tick: object = None, index: int = 0) -> list[int]:
+        """Adds a triple, the ``index``-th statement of its event; returns the sequence numbers
+        this insertion pushes out (oldest first)."""
         self._entries.append((t, seq, tick))
         return []
 
@@ -136,7 +142,7 @@ class TriplesState(WindowState):
         super().__init__()
         self.count = count
 
-    def insert(self, t: int, seq: int, tick: object = None) -> list[int]:
+    def insert(self, t: int, seq: int, tick: object = None, index: int = 0) -> list[int]:
         super().insert(t, seq, tick)
         gone = []
         while len(self._entries) > self.count:
@@ -144,22 +150,48 @@ class TriplesState(WindowState):
         return gone
 
 
+class StreamTriplesState(WindowState):
+    """``TRIPLES n`` in CQELS-QL 2.0: the pattern's triples among the last ``n`` statements of the
+    stream. Each entry keeps the ordinal of its statement in the stream (counted from the query's
+    registration). ``statements(k)`` begins each event of the stream, then the event's matching
+    triples are inserted with their index in it."""
+
+    def __init__(self, count: int):
+        super().__init__()
+        self.count = count
+        self.seen = 0  # the stream's statements, the current event's included
+        self._start = 0  # the ordinal of the current event's first statement
+
+    def statements(self, k: int) -> list[int]:
+        """An event of ``k`` statements begins: the sequence numbers now out of the last ``n``."""
+        self._start, self.seen = self.seen, self.seen + k
+        first = self.seen - self.count
+        return self._pop_while(lambda entry: entry[2] < first)
+
+    def insert(self, t: int, seq: int, tick: object = None, index: int = 0) -> list[int]:
+        ordinal = self._start + index
+        if ordinal < self.seen - self.count:
+            return [seq]  # more than n later statements in its own event: out at once
+        self._entries.append((t, seq, ordinal))
+        return []
+
+
 if use_pure_python():
-    _STATES = (EagerRangeState, PeriodicRangeState, NowState, AllState, TriplesState)
+    _STATES = (EagerRangeState, PeriodicRangeState, NowState, AllState, TriplesState, StreamTriplesState)
 else:
     with compiled_imports("window states"):
         from cqels_endpoint.runtime import _windows
 
         _STATES = (
             _windows.EagerRangeState, _windows.PeriodicRangeState, _windows.NowState, _windows.AllState,
-            _windows.TriplesState,
+            _windows.TriplesState, _windows.StreamTriplesState,
         )
 
 
 def build_window(config: WindowConfig) -> WindowState:
     """The state object of a window configuration: compiled (``_windows.pyx``) unless
     ``CQELS_PURE_PYTHON=1`` selects the classes above, its twins."""
-    eager, periodic, now, every, last = _STATES
+    eager, periodic, now, every, last, stream_last = _STATES
     match config:
         case RangeWindow(range_ms, None):
             return eager(range_ms)
@@ -169,6 +201,8 @@ def build_window(config: WindowConfig) -> WindowState:
             return now()
         case AllWindow():
             return every()
+        case TriplesWindow(count, True):
+            return stream_last(count)
         case TriplesWindow(count):
             return last(count)
     raise TypeError(f"not a window configuration: {config!r}")

@@ -3,7 +3,9 @@
 Hypothesis draws a continuous query from BGP / join / FILTER / BIND / projection / CONSTRUCT
 shapes over a small vocabulary (STREAM blocks, or a FROM STREAM default graph), windows of every kind (RANGE eager, RANGE … SLIDE, NOW, ALL,
 TRIPLES n), a static graph, and a stream history with several streams (one may lag behind the
-other), key skew, bursts, equal timestamps, long gaps and clock advances. The same query is registered in both modes and with all
+other), key skew, bursts, equal timestamps, long gaps and clock advances, and the dialect the query
+reads in (in cqels2 ``[RANGE d]`` is tumbling and ``[TRIPLES n]`` counts the stream's statements,
+shared by the patterns reading the stream). The same query is registered in both modes and with all
 three R2S on one engine; every emission must be the same (``incremental_oracle``).
 
 A failing example found by Hypothesis is written to ``tests/regressions/incremental/`` when it is
@@ -81,6 +83,9 @@ WINDOWS = st.one_of(
     st.just("[ALL]"),
     st.sampled_from((1, 2, 3)).map(lambda n: f"[TRIPLES {n}]"),
 )
+# Count windows beside those of every kind: the stream-wide ones of cqels2 share their count
+# between the patterns of a stream, which the other windows do not.
+COUNTED = st.one_of(st.sampled_from((1, 2, 3, 5)).map(lambda n: f"[TRIPLES {n}]"), WINDOWS)
 
 
 def _variables(text: str) -> set[str]:
@@ -88,11 +93,11 @@ def _variables(text: str) -> set[str]:
 
 
 @st.composite
-def queries(draw) -> str:
+def queries(draw, windows=WINDOWS) -> str:
     blocks = []
     for number in range(draw(st.sampled_from((1, 2, 1, 2, 3)))):
         stream = draw(st.sampled_from(STREAMS))
-        window = draw(WINDOWS)
+        window = draw(windows)
         shapes = draw(st.lists(st.sampled_from(TRIPLE_SHAPES), min_size=1, max_size=2, unique=True))
         # A blank node label belongs to one basic graph pattern: one label per block.
         shapes = [shape.replace("_:x", f"_:x{number}") for shape in shapes]
@@ -128,10 +133,10 @@ def queries(draw) -> str:
 
 
 @st.composite
-def dataset_queries(draw) -> str:
+def dataset_queries(draw, windows=WINDOWS) -> str:
     """A query whose default graph is one stream window (``FROM STREAM``); static data only via GRAPH."""
     stream = draw(st.sampled_from(STREAMS))
-    window = draw(WINDOWS)
+    window = draw(windows)
     shapes = draw(st.lists(st.sampled_from(TRIPLE_SHAPES), min_size=1, max_size=3, unique=True))
     body = list(shapes)
     if draw(st.booleans()):
@@ -200,9 +205,21 @@ def static_graphs(draw) -> str:
 
 
 @settings(ORACLE_SETTINGS, max_examples=300)
-@given(query=st.one_of(queries(), dataset_queries()), static=static_graphs(), events=histories())
-def test_incremental_equals_recompute(query: str, static: str, events: list[list]) -> None:
-    logs = check_keeping_failures(Scenario(query, static, events))
+@given(
+    query=st.one_of(queries(), dataset_queries()), static=static_graphs(), events=histories(),
+    dialect=st.sampled_from(("auto", "auto", "cqels2")),
+)
+def test_incremental_equals_recompute(query: str, static: str, events: list[list], dialect: str) -> None:
+    logs = check_keeping_failures(Scenario(query, static, events, dialect=dialect))
+    event("Γ gained rows" if emitted(logs, "ISTREAM") else "Γ stayed empty")
+
+
+@settings(ORACLE_SETTINGS, max_examples=150)
+@given(query=st.one_of(queries(COUNTED), dataset_queries(COUNTED)), static=static_graphs(), events=histories())
+def test_stream_wide_count_windows_incremental_equals_recompute(query: str, static: str, events: list[list]) -> None:
+    """CQELS-QL 2.0's ``[TRIPLES n]`` (§3.1): the last n statements of the stream, whatever they
+    match, seen by each pattern reading the stream."""
+    logs = check_keeping_failures(Scenario(query, static, events, dialect="cqels2"))
     event("Γ gained rows" if emitted(logs, "ISTREAM") else "Γ stayed empty")
 
 

@@ -1,4 +1,5 @@
-"""The router: compiled and twin route every triple to exactly the patterns it matches, in order."""
+"""The router: compiled and twin route every triple to exactly the patterns it matches, in order,
+with its index in the event."""
 
 from array import array
 
@@ -37,8 +38,8 @@ def matches(spec: PatternSpec, triple: tuple) -> bool:
 def test_routers_route_each_triple_to_the_patterns_it_matches_in_order(patterns, values):
     event = array("q", values)
     expected = [
-        (spec.pattern_id, triple)
-        for triple in zip(values[0::3], values[1::3], values[2::3])
+        (spec.pattern_id, triple, index)
+        for index, triple in enumerate(zip(values[0::3], values[1::3], values[2::3]))
         for spec in patterns
         if matches(spec, triple)
     ]

@@ -1,10 +1,11 @@
 """The compiled window states (``runtime/_windows.pyx``) and their twins (``runtime/windows.py``)
-answer every call alike, on random sequences of inserts and expiries."""
+answer every call alike, on random sequences of inserts and expiries; a stream-wide count window
+(CQELS-QL 2.0's ``[TRIPLES n]``) holds what its definition says, on random events."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow
+from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow, stream_wide
 from cqels_endpoint.runtime import _windows, windows
 
 configs = st.one_of(
@@ -13,13 +14,15 @@ configs = st.one_of(
     st.just(NowWindow()),
     st.just(AllWindow()),
     st.builds(TriplesWindow, st.integers(1, 4)),
+    st.builds(TriplesWindow, st.integers(1, 4), st.just(True)),
 )
-# (call, clock step, tick): the clock only moves forward, as the engine drives it.
+# (call, clock step, tick, index or statements): the clock only moves forward, as the engine drives it.
 calls = st.lists(
     st.tuples(
-        st.sampled_from(["insert", "insert", "expire", "admits"]),
+        st.sampled_from(["insert", "insert", "expire", "admits", "statements"]),
         st.sampled_from([0, 0, 1, 2, 5]),
         st.sampled_from([None, "e1", "e2", 3]),
+        st.integers(0, 5),
     ),
     max_size=40,
 )
@@ -36,6 +39,8 @@ def make(module, config):
             return module.NowState()
         case AllWindow():
             return module.AllState()
+        case TriplesWindow(count, True):
+            return module.StreamTriplesState(count)
         case TriplesWindow(count):
             return module.TriplesState(count)
 
@@ -43,6 +48,8 @@ def make(module, config):
 def test_build_window_makes_the_selected_states():
     compiled = not windows.use_pure_python()
     assert (type(windows.build_window(RangeWindow(3))).__module__ == _windows.__name__) is compiled
+    assert type(windows.build_window(TriplesWindow(3, stream_wide=True))).__name__ == "StreamTriplesState"
+    assert type(windows.build_window(TriplesWindow(3))).__name__ == "TriplesState"
 
 
 @settings(max_examples=400)
@@ -50,14 +57,45 @@ def test_build_window_makes_the_selected_states():
 def test_compiled_states_answer_like_their_twins(config, steps):
     reference, compiled = make(windows, config), make(_windows, config)
     now = 0
-    for seq, (call, step, tick) in enumerate(steps):
+    for seq, (call, step, tick, number) in enumerate(steps):
         now += step
         if call == "insert":
-            assert compiled.insert(now, seq, tick) == reference.insert(now, seq, tick)
+            assert compiled.insert(now, seq, tick, number) == reference.insert(now, seq, tick, number)
         elif call == "expire":
             assert compiled.expire(now, tick) == reference.expire(now, tick)
+        elif call == "statements":
+            if stream_wide(config):  # only a stream-wide window counts statements
+                assert compiled.statements(number) == reference.statements(number)
+                assert compiled.seen == reference.seen
         else:
             assert compiled.admits(now - step, now) == reference.admits(now - step, now)
         assert compiled.contents() == reference.contents()
         assert compiled.times() == reference.times()
         assert len(compiled) == len(reference)
+
+
+# An event: its number of statements and the indexes of those that match the window's pattern.
+events = st.lists(
+    st.integers(0, 5).flatmap(lambda k: st.tuples(st.just(k), st.sets(st.integers(0, k - 1)) if k else st.just(set()))),
+    max_size=20,
+)
+
+
+@settings(max_examples=300)
+@given(st.integers(1, 6), events, st.sampled_from([windows, _windows]))
+def test_a_stream_wide_count_window_holds_the_matches_among_the_last_n_statements(count, drawn, module):
+    """§3.1 of CQELS-QL 2.0: ``[TRIPLES n]`` is "the most recent N statements": after each event,
+    the state holds the matching statements whose ordinal in the stream is among the last n,
+    whatever the others match, never more than n; each leaves once."""
+    state = module.StreamTriplesState(count)
+    ordinal, seq, matching, gone = 0, 0, {}, []
+    for k, matched in drawn:
+        gone += state.statements(k)  # as the engine drives it: the event's count, then its matches
+        for index in sorted(matched):
+            gone += state.insert(ordinal, seq, None, index)
+            matching[seq] = ordinal + index
+            seq += 1
+        ordinal += k
+        held = [s for s, at in matching.items() if at >= ordinal - count]
+        assert state.contents() == held and len(held) <= count
+        assert sorted(gone + held) == list(matching) and len(set(gone)) == len(gone)

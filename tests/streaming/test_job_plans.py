@@ -53,6 +53,9 @@ def test_the_group_runs_in_the_partitions_when_the_key_is_a_group_key(group_by, 
     [
         ((QUERIES / "debs-q2-profitable-areas.rq").read_text(), "no variable occurs in every stream triple pattern"),
         (f"SELECT ?s WHERE {{ STREAM {S} [TRIPLES 5] {{ ?s <http://ex.org/p> ?o }} }}", "not an eager time window"),
+        # CQELS-QL 2.0 (REGISTER QUERY … AS reads as cqels2): the last 5 statements of the stream, every key's.
+        (f"REGISTER QUERY Q AS SELECT ?s WHERE {{ STREAM {S} [TRIPLES 5] {{ ?s <http://ex.org/p> ?o }} }}",
+         "last statements of the whole stream"),
         (f"SELECT ?s WHERE {{ STREAM {S} [RANGE 10s SLIDE 2s] {{ ?s <http://ex.org/p> ?o }} }}", "not an eager time window"),
         (f"SELECT ?s WHERE {{ STREAM {S} [RANGE 10s] {{ ?s <http://ex.org/p>+ ?o }} }}", "property path over a stream"),
         (f"SELECT ?s WHERE {{ {{ SELECT ?s WHERE {{ STREAM {S} [RANGE 1s] {{ ?s <http://ex.org/p> ?o }} }} LIMIT 2 }} "
