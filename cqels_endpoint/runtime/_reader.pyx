@@ -197,12 +197,19 @@ cdef bint _iri(Cursor* cursor, string& out) noexcept:
 
 cdef bint _blank_node(Cursor* cursor, string& out) noexcept:
     cdef size_t start = cursor.at, i = cursor.at + 2
+    cdef unsigned char after
     if i >= cursor.n or cursor.text[start] != c'_' or cursor.text[start + 1] != c':':
         return False
     if not _label_char(cursor.text[i]) or cursor.text[i] == c'-':
         return False
     while i < cursor.n and _label_char(cursor.text[i]):
         i += 1
+    # A label may go on through a '.' (``_:a.b``; ``_:b._:c`` is the label ``b._`` then an error):
+    # a dot followed by anything a label could hold is left to pyoxigraph's reader.
+    if i + 1 < cursor.n and cursor.text[i] == c'.':
+        after = cursor.text[i + 1]
+        if _label_char(after) or after == c'.' or after >= 0x80:
+            return False
     cursor.at = i
     out.append(<const char*>cursor.text + start, i - start)
     return True
