@@ -25,6 +25,7 @@ ENGINE_PROPERTY_TESTS = (
     "test_incremental_negation.py",
     "test_incremental_aggregates.py",
     "test_incremental_topk.py",
+    "test_cep.py",  # FILTER(SEQ(…)) on the CEP matcher's twin
 )
 # The test that asserts the run's exit code, as a node id.
 TEST = "tests/operators/test_pure_python.py::test_the_engine_property_tests_pass_on_the_twins"
