@@ -400,6 +400,7 @@ class _Translator:
                 for term in (triple.subject, triple.predicate, triple.object):
                     if isinstance(term, Var) and index not in holders.setdefault(term, []):
                         holders[term].append(index)
+
         def holding(var: Var, index: int) -> ast.TriplePattern:
             return next(t for _w, t in found[step_vars[index]] if var in (t.subject, t.predicate, t.object))
 
@@ -439,7 +440,6 @@ class _Translator:
         guards: list[ast.Expression] = []
         kept: list[ast.GroupElement] = []
         bound_vars = frozenset().union(*(v for v, (bound, _, _) in zip(variables, kinds) if bound))
-
         gap_vars = frozenset().union(*(v for v, (bound, _, _) in zip(variables, kinds) if not bound))
         for element in elements:
             if not isinstance(element, ast.Filter):
@@ -450,11 +450,11 @@ class _Translator:
             home = next((i for i, v in enumerate(variables) if mentioned and mentioned <= v), None)
             if plain and home is not None:
                 per_event[home].append(element.constraint)
-            elif mentioned & gap_vars and home is None:
+            elif mentioned & gap_vars:
                 # Each conjunct on its own: a gap step's guards are those tying it to bound steps.
                 for conjunct in _conjuncts(element.constraint):
                     at = conjunct if conjunct.span is not None else element
-                    place, index = self._seq_place(seq, kinds, variables, conjunct, at)
+                    place, index = self._seq_place(seq, kinds, variables, bound_vars, conjunct, at)
                     if place == "event":
                         per_event[index].append(conjunct)
                     elif place == "gap":
@@ -483,7 +483,7 @@ class _Translator:
         return ast.GroupGraphPattern(tuple(kept), span=group.span), node
 
     def _seq_place(
-        self, seq: ast.Seq, kinds: list, variables: list[frozenset], conjunct: ast.Expression, at: Node
+        self, seq: ast.Seq, kinds: list, variables: list[frozenset], bound_vars: frozenset, conjunct: ast.Expression, at: Node
     ) -> tuple[str, int | None]:
         """Where one conjunct of a FILTER reading a gap step's variables goes: ``("event", step)``, a
         per-event filter of the one step it reads; ``("guard", None)``, a guard of the bound steps it
@@ -491,7 +491,6 @@ class _Translator:
         None)``, a FILTER of the group (it reads no step); else a located error."""
         mentioned = frozenset(x for x in walk(conjunct) if isinstance(x, Var))
         gaps = [i for i, (bound, _, _) in enumerate(kinds) if not bound and mentioned & variables[i]]
-        bound_vars = frozenset().union(*(v for v, (bound, _, _) in zip(variables, kinds) if bound))
         if any(isinstance(x, ast.Exists) for x in walk(conjunct)):
             if gaps:
                 self._fail(

@@ -25,16 +25,17 @@ The automaton. The steps of one gap are distinct, so a gap's cut is deterministi
 over its steps (state = current step, entries taken so far in it, capped at ``low`` when ``high`` is
 unbounded; a dead state when no cut can exist any more). The matcher keeps a tree of *runs*: the root
 (depth 0) and, at depth ``d``, one node per valid prefix ``b_1..b_d`` of bound entries (increasing
-times, gaps ``0..d-1`` holding, the prefix guards of depths ``1..d`` true). Each node carries the DFA state of
+times, the gaps checked up to depth ``d`` holding, the prefix guards of depths ``1..d`` true). Each node carries the DFA state of
 its *open* gap ``d`` over all present entries after ``t(b_d)`` (the root: gap 0 over every entry)
 relevant to its prefix, plus the state before the entries of its last time, so that a bound entry
 arriving at that same time sees only the strictly earlier ones. A node at depth ``k`` is a match
 when its open (trailing) gap's state accepts; its entries may still add or retract it.
 
-A gap whose guards read only bound steps before it is *followed* so, at its open gap (the node's
-prefix holds what its guards read). A gap ``d`` with a guard reading bound step ``L > d`` is
-*deferred*: its nodes' open gap is not fed (it accepts) and the gap is checked when a node of depth
-``L`` is made, by a replay of its relevant entries in ``(t(b_d), t(b_{d+1}))`` (its ``L`` keys known).
+A gap whose guards read only bound steps before it (or that has none) is *followed* that way, at
+the open gap of the nodes of its depth, checked when they are extended (their prefix holds what its
+guards read). A gap ``d`` with a guard reading bound step ``L > d`` is *deferred*: the open gap of
+the nodes of depth ``d`` is not fed (it accepts) and the gap is checked when a node of depth ``L``
+is made, by a replay of its relevant entries in ``(t(b_d), t(b_{d+1}))``, its ``L`` keys known.
 
 In-order insert (``(t, key)`` after every present entry): a gap entry of a followed gap ``j``
 advances the live nodes of depth ``j`` older than ``t`` that it is relevant to (an entry of a
