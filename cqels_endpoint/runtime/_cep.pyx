@@ -401,10 +401,14 @@ cdef class SeqMatcher:
         cdef Run* node = &self.pool[slot]
         cdef int gap = node.depth, state = 0, step
         cdef OrderIter it = self._after(node)
+        cdef tuple path = None  # the node's keys, made once if a gap guard asks for them
         while it != self.order.end() and deref(it).first.first < before and state != DEAD:
             step = deref(it).second
-            if self.open_gap[step] == gap and self._relevant_to(slot, step, deref(it).first.second):
-                state = self.trans[gap][state * self.width[gap] + self.step_symbol[step]]
+            if self.open_gap[step] == gap:
+                if self.level[step] and path is None:
+                    path = self._path(slot)
+                if not self.level[step] or self._relevant(path, step, deref(it).first.second):
+                    state = self.trans[gap][state * self.width[gap] + self.step_symbol[step]]
             inc(it)
         return state
 
@@ -451,7 +455,7 @@ cdef class SeqMatcher:
         cdef int64_t t, key
         cdef unordered_map[int64_t, int] children
         cdef unordered_map[int64_t, int].iterator found
-        cdef tuple keys
+        cdef tuple keys, path = None  # the node's keys, made once if a gap guard asks for them
         child = node.first_child
         while child != NONE:
             children[self.pool[child].key] = child
@@ -463,7 +467,9 @@ cdef class SeqMatcher:
             t, key, step = deref(it).first.first, deref(it).first.second, deref(it).second
             inc(it)
             if self.open_gap[step] == gap:
-                if self._relevant_to(slot, step, key):
+                if self.level[step] and path is None:
+                    path = self._path(slot)
+                if not self.level[step] or self._relevant(path, step, key):
                     self._step(slot, self.step_symbol[step], t)
             elif self.step_bound[step] == gap and t > after:
                 state = self._before(node, t)
