@@ -259,7 +259,7 @@ def _level_of(bound_columns: Sequence[Sequence[str]]) -> dict[str, int]:
 
 
 def join_columns(expr: object) -> tuple[str, str] | None:
-    """The two columns of ``sameTerm(?v, ?internal)``, a variable shared by two bound steps."""
+    """The two columns of ``sameTerm(?v, ?internal)``, a variable shared by two steps."""
     match expr:
         case ast.BuiltinCall("SAMETERM", (Var() as left, Var() as right)) if is_internal(left) or is_internal(right):
             return left.name, right.name
