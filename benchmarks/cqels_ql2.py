@@ -42,6 +42,16 @@ WHERE { ?e1 vss:hasAlert vss:HighSpeedAlert ; vss:vehicle ?v .
     "SEQ(?e1 ; NOT ?x ; ?e3) [RANGE 20s]": """SELECT ?e1 ?e3 FROM STREAM VehicleSignals [RANGE 20s]
 WHERE { ?e1 vss:hasAlert vss:HighSpeedAlert . ?x vss:hasAlert vss:LaneDepartureAlert .
         ?e3 vss:hasAlert vss:HardBrakingAlert . FILTER(SEQ(?e1 ; NOT ?x ; ?e3)) }""",
+    "same, one vehicle, no ?x of it (a guard on the gap)": """SELECT ?e1 ?e3 FROM STREAM VehicleSignals [RANGE 20s]
+WHERE { ?e1 vss:hasAlert vss:HighSpeedAlert ; vss:vehicle ?v1 .
+        ?x vss:hasAlert vss:LaneDepartureAlert ; vss:vehicle ?vx .
+        ?e3 vss:hasAlert vss:HardBrakingAlert ; vss:vehicle ?v3 .
+        FILTER(?vx = ?v1 && ?v3 = ?v1) FILTER(SEQ(?e1 ; NOT ?x ; ?e3)) }""",
+    "same, the gap's guard on ?e3 (checked when ?e3 is bound)": """SELECT ?e1 ?e3 FROM STREAM VehicleSignals [RANGE 20s]
+WHERE { ?e1 vss:hasAlert vss:HighSpeedAlert ; vss:vehicle ?v1 .
+        ?x vss:hasAlert vss:LaneDepartureAlert ; vss:vehicle ?vx .
+        ?e3 vss:hasAlert vss:HardBrakingAlert ; vss:vehicle ?v3 .
+        FILTER(?vx = ?v3 && ?v3 = ?v1) FILTER(SEQ(?e1 ; NOT ?x ; ?e3)) }""",
     "[PAST 10s FUTURE 5s STEP 1s] COUNT per vehicle": """SELECT ?v (COUNT(*) AS ?n)
 FROM STREAM VehicleSignals [PAST 10s FUTURE 5s STEP 1s] WHERE { ?e vss:vehicle ?v } GROUP BY ?v""",
     "same, EMIT EARLY_AND_FINAL": """SELECT ?v (COUNT(*) AS ?n)

@@ -28,6 +28,7 @@ ENGINE_PROPERTY_TESTS = (
     # The stream-static joins and BIND/FILTER operators around the geof: functions (15 s).
     "test_geosparql_modes.py",
     "test_stream_wide_triples.py",
+    "test_cep.py",  # FILTER(SEQ(…)) on the CEP matcher's twin
 )
 # The test that asserts the run's exit code, as a node id.
 TEST = "tests/operators/test_pure_python.py::test_the_engine_property_tests_pass_on_the_twins"

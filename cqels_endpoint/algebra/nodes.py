@@ -211,8 +211,10 @@ class StreamPattern(Node):
 class SeqStep(Node):
     """One step of a ``SEQ``: its variable, whether it is *bound* (one event, bound in the result)
     or a *gap* step (``low``..``high`` events between its bound neighbours, ``high`` None: no
-    bound), its event patterns (the group's stream triple patterns whose subject is ``var``) and
-    its per-event FILTERs (which decide which solutions of those patterns are its events)."""
+    bound), its event patterns (the group's stream triple patterns whose subject is ``var``), its
+    per-event FILTERs (which decide which solutions of those patterns are its events) and, for a
+    gap step, its *gap guards*: the FILTER conjuncts over its variables and bound steps', which
+    decide which of its events count for the gap of a match."""
 
     var: Var
     bound: bool
@@ -220,6 +222,7 @@ class SeqStep(Node):
     high: int | None
     patterns: tuple[StreamPattern, ...]
     filters: tuple[Expression, ...] = ()
+    guards: tuple[Expression, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -270,12 +270,15 @@ class Printer:
         return self.expr(node)
 
     def seq_step(self, step: n.SeqStep) -> _List:
-        """``(event ?e (filter …) (stream …))`` for a bound step, ``(gap ?x low high …)`` for a gap."""
+        """``(event ?e (filter …) (stream …))`` for a bound step, ``(gap ?x low high (filter …)
+        (guard …) …)`` for a gap."""
         head: list[object] = ["event", self.term(step.var)]
         if not step.bound:
             head = ["gap", self.term(step.var), str(step.low), "_" if step.high is None else str(step.high)]
         if step.filters:
             head.append(_List(["filter", self.exprs(step.filters)]))
+        if step.guards:
+            head.append(_List(["guard", self.exprs(step.guards)]))
         return _List([*head, *(self.node(p) for p in step.patterns)], block_from=len(head))
 
     def group_keys(self, keys: tuple[tuple[Var | None, object], ...]) -> _List:

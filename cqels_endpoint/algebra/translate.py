@@ -393,11 +393,12 @@ class _Translator:
     ) -> tuple[ast.GroupGraphPattern, n.Seq] | None:
         """The ``Seq`` node of the group's ``FILTER(SEQ(…))`` and the group without what it took:
         the stream triple patterns whose subject is a step variable (its event patterns), the
-        FILTERs over one step's event variables (per-event) and those over several bound steps'
-        (guards, split into their ``&&`` conjuncts). A variable in the event patterns of several
-        bound steps is a join: one step keeps it (the step it names, else the first), the others
-        read a fresh internal variable each, and ``sameTerm`` of the two is a guard. None when the
-        group has no SEQ."""
+        FILTERs over one step's event variables (per-event), those over several bound steps'
+        (guards, split into their ``&&`` conjuncts) and the conjuncts over one gap step's and bound
+        steps' variables (that gap step's guards). A variable in the event patterns of several
+        steps is a join: a bound step keeps it (the step it names, else the first), the others read a
+        fresh internal variable each, and ``sameTerm`` of the two is a guard (of the gap step, for a
+        gap step). None when the group has no SEQ."""
         seqs = [e for e in group.elements if isinstance(e, ast.Filter) and isinstance(e.constraint, ast.Seq)]
         if not seqs:
             return None
@@ -449,32 +450,47 @@ class _Translator:
                 for term in (triple.subject, triple.predicate, triple.object):
                     if isinstance(term, Var) and index not in holders.setdefault(term, []):
                         holders[term].append(index)
+
+        def holding(var: Var, index: int) -> ast.TriplePattern:
+            return next(t for _w, t in found[step_vars[index]] if var in (t.subject, t.predicate, t.object))
+
         equalities: list[ast.Expression] = []
+        gap_guards: list[list[ast.Expression]] = [[] for _ in seq.steps]
         for var, indexes in holders.items():
             if len(indexes) < 2:
                 continue
-            keeper = step_vars.index(var) if var in step_vars else indexes[0]
+            named = step_vars.index(var) if var in step_vars else None
+            if named is not None and not kinds[named][0]:
+                self._fail(
+                    f"{var} is the gap step {var} of SEQ, whose events are not bound in a match, and it is in "
+                    "the event patterns of another step; compare a variable of its events instead",
+                    holding(var, next(i for i in indexes if i != named)),
+                )
+            bound_holders = [i for i in indexes if kinds[i][0]]
+            if not bound_holders:
+                self._fail(
+                    f"{var} is in the event patterns of the gap steps {seq.steps[indexes[0]].var} and "
+                    f"{seq.steps[indexes[1]].var} of SEQ and of no bound step: a gap's events count one "
+                    "at a time against the match's bound events, so two gap steps cannot be joined",
+                    holding(var, indexes[1]),
+                )
+            keeper = named if named is not None else bound_holders[0]
             for index in indexes:
                 if index == keeper:
                     continue
-                gap = keeper if not kinds[keeper][0] else index if not kinds[index][0] else None
-                if gap is not None:
-                    self._fail(
-                        f"{var} is in the event patterns of two SEQ steps, one of them the gap step "
-                        f"{seq.steps[gap].var}, which binds nothing to join with; give the gap step its own "
-                        "variables and filter its events on them",
-                        next(t for _w, t in found[step_vars[index]] if var in (t.subject, t.predicate, t.object)),
-                    )
-                # A join of two bound steps: the later one's level compares the two (operators/seq.py).
+                # A join with a bound step: the later bound step's level compares the two
+                # (operators/seq.py); for a gap step, it decides which of its events count.
                 fresh = Var(f"?S{next(self._seq_vars)}")
                 found[step_vars[index]] = [(w, _rename(t, var, fresh)) for w, t in found[step_vars[index]]]
-                equalities.append(ast.BuiltinCall("SAMETERM", (var, fresh), span=seq.span))
+                equality = ast.BuiltinCall("SAMETERM", (var, fresh), span=seq.span)
+                (equalities if kinds[index][0] else gap_guards[index]).append(equality)
         variables = [frozenset(v for _w, t in found[s.var] for v in (t.subject, t.predicate, t.object) if isinstance(v, Var))
                      for s in seq.steps]
         per_event: list[list[ast.Expression]] = [[] for _ in seq.steps]
         guards: list[ast.Expression] = []
         kept: list[ast.GroupElement] = []
         bound_vars = frozenset().union(*(v for v, (bound, _, _) in zip(variables, kinds) if bound))
+        gap_vars = frozenset().union(*(v for v, (bound, _, _) in zip(variables, kinds) if not bound))
         for element in elements:
             if not isinstance(element, ast.Filter):
                 kept.append(element)
@@ -482,16 +498,21 @@ class _Translator:
             mentioned = frozenset(x for x in walk(element.constraint) if isinstance(x, Var))
             plain = not any(isinstance(x, ast.Exists) for x in walk(element.constraint))
             home = next((i for i, v in enumerate(variables) if mentioned and mentioned <= v), None)
-            for i, (bound, _, _) in enumerate(kinds):
-                if not bound and mentioned & variables[i] and home != i:
-                    self._fail(
-                        f"this FILTER compares the gap step {seq.steps[i].var} of SEQ with other variables, but a "
-                        "gap step binds nothing to compare with; filter its events alone, e.g. FILTER(?v > 1) over "
-                        "its own variables",
-                        element,
-                    )
             if plain and home is not None:
                 per_event[home].append(element.constraint)
+            elif mentioned & gap_vars:
+                # Each conjunct on its own: a gap step's guards are those tying it to bound steps.
+                for conjunct in _conjuncts(element.constraint):
+                    at = conjunct if conjunct.span is not None else element
+                    place, index = self._seq_place(seq, kinds, variables, bound_vars, conjunct, at)
+                    if place == "event":
+                        per_event[index].append(conjunct)
+                    elif place == "gap":
+                        gap_guards[index].append(conjunct)
+                    elif place == "guard":
+                        guards.append(conjunct)
+                    else:
+                        kept.append(ast.Filter(conjunct, span=at.span))
             elif plain and mentioned and mentioned <= bound_vars:
                 guards.extend(_conjuncts(element.constraint))
             else:
@@ -506,9 +527,49 @@ class _Translator:
                 n.StreamPattern(w.stream, w.window, tuple(ts), w.window_name, span=n.cover(ts)) for w, ts in by_window.items()
             )
             filters = tuple(self._expr(e, source) for e in per_event[index])
-            steps.append(n.SeqStep(step.var, bound, low, high, patterns, filters, span=step.span))
+            step_guards = tuple(self._expr(e, source) for e in gap_guards[index])
+            steps.append(n.SeqStep(step.var, bound, low, high, patterns, filters, step_guards, span=step.span))
         node = n.Seq(tuple(steps), tuple(self._expr(e, source) for e in (*equalities, *guards)), span=seq.span)
         return ast.GroupGraphPattern(tuple(kept), span=group.span), node
+
+    def _seq_place(
+        self, seq: ast.Seq, kinds: list, variables: list[frozenset], bound_vars: frozenset, conjunct: ast.Expression, at: Node
+    ) -> tuple[str, int | None]:
+        """Where one conjunct of a FILTER reading a gap step's variables goes: ``("event", step)``, a
+        per-event filter of the one step it reads; ``("guard", None)``, a guard of the bound steps it
+        reads; ``("gap", step)``, a guard of the one gap step it reads with bound steps; ``("group",
+        None)``, a FILTER of the group (it reads no step); else a located error."""
+        mentioned = frozenset(x for x in walk(conjunct) if isinstance(x, Var))
+        gaps = [i for i, (bound, _, _) in enumerate(kinds) if not bound and mentioned & variables[i]]
+        if any(isinstance(x, ast.Exists) for x in walk(conjunct)):
+            if gaps:
+                self._fail(
+                    f"this FILTER reads the gap step {seq.steps[gaps[0]].var} of SEQ inside EXISTS; a gap step's "
+                    "events are compared with the bound steps' variables by plain expressions only",
+                    at,
+                )
+            return "group", None
+        home = next((i for i, v in enumerate(variables) if mentioned and mentioned <= v), None)
+        if home is not None:
+            return "event", home
+        if len(gaps) > 1:
+            self._fail(
+                f"this FILTER condition reads the gap steps {seq.steps[gaps[0]].var} and {seq.steps[gaps[1]].var} "
+                "of SEQ: a gap's events count one at a time against the match's bound events, so a condition "
+                "between two gap steps is not supported; compare each with a bound step's variables",
+                at,
+            )
+        if gaps and not mentioned <= variables[gaps[0]] | bound_vars:
+            outside = " ".join(str(v) for v in sorted(mentioned - variables[gaps[0]] - bound_vars, key=str))
+            self._fail(
+                f"this FILTER condition reads the gap step {seq.steps[gaps[0]].var} of SEQ and {outside}, which "
+                "no bound step's event patterns bind: a gap step's events can be compared with the bound "
+                "steps' variables only",
+                at,
+            )
+        if gaps:
+            return "gap", gaps[0]
+        return ("guard", None) if mentioned and mentioned <= bound_vars else ("group", None)
 
     def _seq_kinds(self, seq: ast.Seq) -> list[tuple[bool, int, int | None]]:
         """``(bound, low, high)`` of each step (semantics: a plain ``?e`` is bound, ``NOT ?x`` the gap

@@ -22,8 +22,8 @@ written again at each copy of the static data.
 A ``FILTER(SEQ(…))`` (an algebra ``Seq``) has no SPARQL form: its event patterns read their window
 graphs like any other, and at each evaluation its rows are computed from the windows' timed triples
 (``_SeqRows``: the events of each step, their per-event FILTERs asked of pyoxigraph over a VALUES of
-them, the matches enumerated by ``runtime.cep.all_matches`` with the guards asked at their levels)
-and written as a ``VALUES`` in its place.
+them, the matches enumerated by ``runtime.cep.all_matches`` with the guards and gap guards asked at
+their levels) and written as a ``VALUES`` in its place.
 
 A CONSTRUCT query's ``Γ`` is the bag of solutions of its WHERE clause over its in-scope variables
 (what ``SELECT *`` would return, modifiers kept); the engine instantiates the template on them.
@@ -51,14 +51,14 @@ from cqels_endpoint.algebra.variables import in_scope
 from cqels_endpoint.caches.engines import store_graph_iris
 from cqels_endpoint.engine.emission import EmittedRows
 from cqels_endpoint.errors import PlanError
-from cqels_endpoint.operators.seq import guard_levels, join_columns
+from cqels_endpoint.operators.seq import gap_guard_level, guard_levels, join_columns
 from cqels_endpoint.plan.patterns import StreamTriple, map_stream_triples
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.serialize import write_expression, write_var
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
-from cqels_endpoint.runtime.cep import SeqSpec, SeqStep, all_matches
+from cqels_endpoint.runtime.cep import GapGuards, GapTest, Guard, SeqSpec, SeqStep, all_matches
 from cqels_endpoint.runtime.functions import CASTS
 from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.terms import IRI, Var
@@ -270,14 +270,18 @@ _MATCH_VAR = Var("cqelsMatch")
 
 
 class _Prefix:
-    """The row of a prefix of a match, read lazily: variable → the term of its bound event."""
+    """The row of a prefix of a match, read lazily: variable → the term of its bound event (or of
+    the gap event ``key``, for a gap guard)."""
 
-    __slots__ = ("events", "keys", "position")
+    __slots__ = ("events", "gap", "keys", "position")
 
-    def __init__(self, keys: tuple[int, ...], events: list, position: dict[Var, int]) -> None:
+    def __init__(self, keys: tuple[int, ...], events: list, position: dict[Var, int], key: int | None = None) -> None:
         self.keys, self.events, self.position = keys, events, position
+        self.gap = {} if key is None else events[key][3]
 
     def __getitem__(self, var: Var):
+        if var in self.gap:
+            return self.gap[var]
         return self.events[self.keys[self.position[var]]][3][var]
 
 
@@ -287,9 +291,11 @@ class _SeqRows:
     Events are numbered as the incremental operator numbers them: by the arrival of their last
     triple, then by the arrivals of their triples pattern by pattern, so that simultaneous events
     are ordered alike in both modes. The guards are asked by ``all_matches`` at their levels (as
-    ``operators.seq`` asks them): a variable shared by two bound steps compares the store's terms,
-    the other guards of a level are asked of pyoxigraph over the prefixes of that length (the
-    matches of the SEQ cut after that bound step) and the prefixes it keeps are those extended."""
+    ``operators.seq`` asks them): a variable shared by two steps compares the store's terms, the
+    other guards of a level are asked of pyoxigraph over the prefixes of that length (the matches of
+    the SEQ cut after that bound step, ``_prefixes``) and the prefixes it keeps are those extended; a
+    gap step's guards of that level over those prefixes, each with every event of the step that may
+    fall in its gap, and the pairs it keeps are the events that count."""
 
     def __init__(self, node: n.Seq, graph_ids: dict[str, int], graph: ox.NamedNode) -> None:
         self.node = node
@@ -312,11 +318,22 @@ class _SeqRows:
         self.bound = [index for index, step in enumerate(node.steps) if step.bound]
         self.position = {v: i for i, index in enumerate(self.bound) for v in self.columns[index]}  # var → bound step
         # Per level: the variables a shared variable's join compares, and the other guards.
+        bound_columns = [[v.name for v in self.columns[i]] for i in self.bound]
         self.levels = {
             level: ([(Var(a), Var(b)) for a, b in filter(None, map(join_columns, exprs))],
                     tuple(e for e in exprs if join_columns(e) is None))
-            for level, exprs in guard_levels([[v.name for v in self.columns[i]] for i in self.bound], node.guards).items()
+            for level, exprs in guard_levels(bound_columns, node.guards).items()
         }
+        # Per gap step with guards: their level, the (bound, own) variables of their joins, the others.
+        self.gap_levels: dict[int, tuple[int, list[tuple[Var, Var]], tuple]] = {}
+        for index, step in enumerate(node.steps):
+            if step.guards:
+                own = self.columns[index]
+                joins = [(Var(b), Var(a)) if Var(a) in own else (Var(a), Var(b)) for a, b in filter(None, map(join_columns, step.guards))]
+                rest = tuple(e for e in step.guards if join_columns(e) is None)
+                self.gap_levels[index] = (gap_guard_level(bound_columns, [v.name for v in own], step.guards), joins, rest)
+        # Per gap: the last bound step its guards read (0: none).
+        self.reads = [max((self.gap_levels[s][0] for s in gap if s in self.gap_levels), default=0) for gap in self.spec.gaps]
 
     def table(self, evaluator: RecomputeEvaluator) -> n.Pattern:
         """The SEQ's matches now, written into its graph (a node per match, a triple per column: terms
@@ -329,16 +346,31 @@ class _SeqRows:
             events.extend((order, index, t, binding) for order, t, binding in found)
         events.sort(key=lambda event: event[0])
         entries = [(step, key, t) for key, (_order, step, t, _b) in enumerate(events)]
-        guards = {}
-        for level, (joins, rest) in self.levels.items():
-            guards[level] = self._joined(joins, events)
+        guards: dict[int, Guard] = {}
+        gap_guards: GapGuards = {}
+        for level in range(1, len(self.bound) + 1):
+            joins, rest = self.levels.get(level, ([], ()))
+            if joins:
+                guards[level] = self._joined(joins, events)
+            here = {step: guard[1:] for step, guard in self.gap_levels.items() if guard[0] == level}
+            for step, (gap_joins, _rest) in here.items():
+                gap_guards[step] = (level, self._gap_joined(gap_joins, events))
+            if not rest and not any(gap_rest for _joins, gap_rest in here.values()):
+                continue
+            prefixes = self._prefixes(level, entries, guards, gap_guards)
             if rest:
-                last = self.bound[level - 1]
-                prefixes = list(all_matches(SeqSpec(self.spec.steps[: last + 1]), [e for e in entries if e[0] <= last],
-                                            prefix_guards=guards))
                 rows = [_Prefix(keys, events, self.position) for keys in prefixes]
-                guards[level] = {prefixes[i] for i in self._kept(rows, rest, evaluator)}.__contains__
-        matches = all_matches(self.spec, entries, prefix_guards=guards)
+                prefixes = [prefixes[i] for i in self._kept(rows, rest, evaluator)]
+                guards[level] = set(prefixes).__contains__
+            for step, (_joins, gap_rest) in here.items():
+                if gap_rest:
+                    joined = gap_guards[step][1]
+                    pairs = [(keys, key) for keys in prefixes for s, key, t in entries
+                             if s == step and self._may_count(step, keys, t, events) and joined(keys, key)]
+                    rows = [_Prefix(keys, events, self.position, key) for keys, key in pairs]
+                    counted = {pairs[i] for i in self._kept(rows, gap_rest, evaluator)}
+                    gap_guards[step] = (level, lambda keys, key, counted=counted: (keys, key) in counted)
+        matches = all_matches(self.spec, entries, prefix_guards=guards, gap_guards=gap_guards)
         variables = tuple(v for index, step in enumerate(self.node.steps) if step.bound for v in self.columns[index])
         evaluator.store.remove_graph(self.graph)
         number = itertools.count()
@@ -360,6 +392,38 @@ class _SeqRows:
             return all(events[keys[position[a]]][3][a] == events[keys[position[b]]][3][b] for a, b in joins)
 
         return test
+
+    def _gap_joined(self, joins: list[tuple[Var, Var]], events: list) -> GapTest:
+        """The test of a prefix and a gap event: the same term for each (bound, own) pair of ``joins``."""
+        position = self.position
+
+        def test(keys: tuple[int, ...], key: int) -> bool:
+            return all(events[keys[position[a]]][3][a] == events[key][3][b] for a, b in joins)
+
+        return test
+
+    def _prefixes(self, level: int, entries: list, guards: dict[int, Guard], gap_guards: GapGuards) -> list[tuple[int, ...]]:
+        """The prefixes of ``level`` bound events that may be extended: the matches of the SEQ cut
+        after that bound step, its gaps checked but those whose guards read that step or a later one
+        (a superset of the prefixes whose guards of that level ``all_matches`` will ask)."""
+        last = self.bound[level - 1]
+        gap_of = self.spec.automaton.step_gap
+        kept = [i for i in range(last + 1) if gap_of[i] < 0 or self.reads[gap_of[i]] < level]
+        renumbered = {step: i for i, step in enumerate(kept)}
+        cut = SeqSpec(tuple(self.spec.steps[i] for i in kept))
+        return list(all_matches(
+            cut,
+            [(renumbered[step], key, t) for step, key, t in entries if step in renumbered],
+            prefix_guards=guards,
+            gap_guards={renumbered[step]: guard for step, guard in gap_guards.items() if step in renumbered},
+        ))
+
+    def _may_count(self, step: int, keys: tuple[int, ...], t: int, events: list) -> bool:
+        """Whether an event of gap step ``step`` at ``t`` can be in its gap in a match extending ``keys``."""
+        gap = self.spec.automaton.step_gap[step]
+        if gap >= len(keys):
+            return t > events[keys[-1]][2]
+        return (gap == 0 or events[keys[gap - 1]][2] < t) and t < events[keys[gap]][2]
 
     def _events(self, index: int, evaluator: RecomputeEvaluator) -> list[tuple[tuple, int, dict]]:
         """``(order, t, binding)`` of each event of step ``index`` in the windows."""

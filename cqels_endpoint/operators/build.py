@@ -100,6 +100,7 @@ def build_operators(
                         tuple((leaf.pattern_id, leaf.positions) for leaf in step.leaves),
                         step.columns,
                         step.filters,
+                        step.guards,
                     )
                     for step in node.steps
                 ]

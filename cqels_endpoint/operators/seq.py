@@ -14,8 +14,10 @@ concatenated in step order, lineage the tuple of their keys.
 The guards (the translation splits them into ``&&`` conjuncts) are asked as early as they can be:
 each conjunct at the level of the last bound step whose columns it reads, as the matcher's prefix
 guard of that level, on the row of the prefix's events, so a partial match failing it is never
-extended. ``sameTerm`` of a column and an internal one (the translation's form of a variable shared
-by two bound steps, a join) compares the two ids, as a join does.
+extended. A gap step's guards are the matcher's gap guard of that step, at the level of the last
+bound step they read: asked on the prefix's row followed by the gap event's, they decide which of
+the step's events count for a match's gap. ``sameTerm`` of a column and an internal one (the
+translation's form of a variable shared by two steps, a join) compares the two ids, as a join does.
 
 Dictionary references, as in a window buffer: the first copy of a timed triple keeps its references
 while the triple is held; every other copy's, and the held triple's once it left, go back through
@@ -34,7 +36,7 @@ from cqels_endpoint.algebra.nodes import is_internal
 from cqels_endpoint.operators.base import Delta, Source
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.runtime.cep import Guard, SeqSpec, SeqStep, build_matcher
+from cqels_endpoint.runtime.cep import GapTest, Guard, SeqSpec, SeqStep, build_matcher
 from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import compile_filter
 from cqels_endpoint.terms import Var
@@ -44,7 +46,8 @@ from cqels_endpoint.terms import Var
 class SeqInput:
     """One step as the operator needs it: ``patterns`` are ``(pattern_id, positions)`` of its event
     patterns (``positions``: the column at subject, predicate and object, None for a constant),
-    ``columns`` the event row's columns, ``filters`` the per-event FILTER expressions."""
+    ``columns`` the event row's columns, ``filters`` the per-event FILTER expressions, ``guards`` a
+    gap step's gap guards."""
 
     bound: bool
     low: int
@@ -52,6 +55,7 @@ class SeqInput:
     patterns: tuple[tuple[int, tuple[str | None, str | None, str | None]], ...]
     columns: tuple[str, ...]
     filters: tuple[object, ...] = ()
+    guards: tuple[object, ...] = ()
 
 
 _Entry = tuple  # (pattern_id, ids, t): one timed triple of one event pattern
@@ -85,10 +89,16 @@ class SeqMatch(Source):
             _row_test(step.columns, step.filters, decoder, context) if step.filters else None for step in steps
         ]
         self._bound = tuple(index for index, step in enumerate(steps) if step.bound)
-        levels = guard_levels([steps[index].columns for index in self._bound], guards)
+        bound_columns = [steps[index].columns for index in self._bound]
+        levels = guard_levels(bound_columns, guards)
         prefix_guards = {level: self._prefix_test(level, exprs, decoder, context) for level, exprs in levels.items()}
+        gap_guards = {}
+        for index, step in enumerate(steps):
+            if step.guards:
+                level = gap_guard_level(bound_columns, step.columns, step.guards)
+                gap_guards[index] = (level, self._gap_test(index, level, decoder, context))
         spec = SeqSpec(tuple(SeqStep(step.bound, step.low, step.high) for step in steps))
-        self._matcher = build_matcher(spec, prefix_guards=prefix_guards)
+        self._matcher = build_matcher(spec, prefix_guards=prefix_guards, gap_guards=gap_guards)
         self._keys = count(1)
         self._copy: dict[tuple[int, int], _Entry | None] = {}  # (pattern id, seq) → its timed triple
         self._copies: dict[_Entry, int] = {}  # the timed triples held → their number of copies
@@ -103,17 +113,15 @@ class SeqMatch(Source):
     def _prefix_test(self, level: int, exprs: list, decoder: TermDecoder, context: dict) -> Guard:
         """The conjunction of ``exprs`` on the keys of the first ``level`` bound events."""
         columns = tuple(c for index in self._bound[:level] for c in self._steps[index].columns)
-        positions = {name: i for i, name in enumerate(columns)}
-        joins = [join_columns(expr) for expr in exprs]
-        pairs = [(positions[a], positions[b]) for a, b in filter(None, joins)]
-        rest = tuple(expr for expr, join in zip(exprs, joins) if join is None)
-        passes = _row_test(columns, rest, decoder, context) if rest else None
+        passes = _joined_test(columns, exprs, decoder, context)
+        return lambda keys: passes(self._row(keys))
 
-        def test(keys: tuple[int, ...]) -> bool:
-            row = self._row(keys)
-            return all(row[a] == row[b] for a, b in pairs) and (passes is None or passes(row))
-
-        return test
+    def _gap_test(self, step: int, level: int, decoder: TermDecoder, context: dict) -> GapTest:
+        """The conjunction of the gap step's guards on the keys of the first ``level`` bound events
+        and the key of one of its events."""
+        columns = tuple(c for index in self._bound[:level] for c in self._steps[index].columns)
+        passes = _joined_test((*columns, *self._steps[step].columns), self._steps[step].guards, decoder, context)
+        return lambda keys, key: passes(self._row(keys) + self._event(key))
 
     # ------------------------------------------------------------------ feeding
 
@@ -187,13 +195,16 @@ class SeqMatch(Source):
 
     # ------------------------------------------------------------------ output
 
+    def _event(self, key: int) -> tuple:
+        """The row of an event, present or left since the last punctuation."""
+        event = self._events.get(key)
+        return self._left[key] if event is None else event
+
     def _row(self, keys: tuple[int, ...]) -> tuple:
         """The output row of a match: its bound events' rows in step order."""
-        events, left = self._events, self._left
         row: tuple = ()
         for key in keys:
-            event = events.get(key)
-            row += left[key] if event is None else event
+            row += self._event(key)
         return row
 
     def on_punctuation(self, tau: int) -> None:
@@ -222,10 +233,7 @@ class SeqMatch(Source):
 def guard_levels(bound_columns: Sequence[Sequence[str]], guards: Iterable[object]) -> dict[int, list]:
     """The guards by level: the number of bound steps up to the last one whose columns a guard reads
     (``bound_columns``: each bound step's, in order)."""
-    level_of: dict[str, int] = {}
-    for level, columns in enumerate(bound_columns, 1):
-        for column in columns:
-            level_of.setdefault(column, level)
+    level_of = _level_of(bound_columns)
     levels: dict[int, list] = {}
     for expr in guards:
         names = {x.name for x in walk(expr) if isinstance(x, Var)}
@@ -233,8 +241,25 @@ def guard_levels(bound_columns: Sequence[Sequence[str]], guards: Iterable[object
     return dict(sorted(levels.items()))
 
 
+def gap_guard_level(bound_columns: Sequence[Sequence[str]], own: Sequence[str], guards: Iterable[object]) -> int:
+    """The level of a gap step's guards: the number of bound steps up to the last one whose columns
+    they read besides the gap step's ``own``."""
+    level_of = _level_of(bound_columns)
+    names = {x.name for expr in guards for x in walk(expr) if isinstance(x, Var)} - set(own)
+    return max(level_of[name] for name in names)
+
+
+def _level_of(bound_columns: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Each bound column → the number of bound steps up to the one it is a column of."""
+    level_of: dict[str, int] = {}
+    for level, columns in enumerate(bound_columns, 1):
+        for column in columns:
+            level_of.setdefault(column, level)
+    return level_of
+
+
 def join_columns(expr: object) -> tuple[str, str] | None:
-    """The two columns of ``sameTerm(?v, ?internal)``, a variable shared by two bound steps."""
+    """The two columns of ``sameTerm(?v, ?internal)``, a variable shared by two steps."""
     match expr:
         case ast.BuiltinCall("SAMETERM", (Var() as left, Var() as right)) if is_internal(left) or is_internal(right):
             return left.name, right.name
@@ -250,6 +275,17 @@ def _binding(positions: tuple, ids: tuple) -> dict[str, int] | None:
 def _merge(binding: dict[str, int], positions: tuple, ids: tuple) -> bool:
     """Adds what ``ids`` binds at ``positions`` to ``binding``; False on a conflicting value."""
     return all(name is None or binding.setdefault(name, value) == value for name, value in zip(positions, ids))
+
+
+def _joined_test(columns: Sequence[str], exprs: Sequence, decoder: TermDecoder, context: dict) -> Callable[[tuple], bool]:
+    """The conjunction of ``exprs`` as a test on rows of ``columns``: the ids of a join's two columns
+    compared, the other expressions evaluated."""
+    positions = {name: i for i, name in enumerate(columns)}
+    joins = [join_columns(expr) for expr in exprs]
+    pairs = [(positions[a], positions[b]) for a, b in filter(None, joins)]
+    rest = tuple(expr for expr, join in zip(exprs, joins) if join is None)
+    passes = _row_test(columns, rest, decoder, context) if rest else None
+    return lambda row: all(row[a] == row[b] for a, b in pairs) and (passes is None or passes(row))
 
 
 def _row_test(columns: Sequence[str], exprs: tuple, decoder: TermDecoder, context: dict) -> Callable[[tuple], bool]:

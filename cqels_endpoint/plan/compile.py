@@ -557,9 +557,12 @@ class _Compiler:
         steps = []
         for step in pattern.steps:
             self._check_expressions(step.filters)
+            self._check_expressions(step.guards)
             leaves = tuple(leaf for stream in step.patterns for leaf in self._stream_leaves(stream))
             columns = tuple(v.name for v in n.event_vars(step))
-            steps.append(SeqStepPlan(step.var.name, step.bound, step.low, step.high, leaves, columns, step.filters))
+            steps.append(
+                SeqStepPlan(step.var.name, step.bound, step.low, step.high, leaves, columns, step.filters, step.guards)
+            )
         self._check_expressions(pattern.guards)
         schema = tuple(c for step in steps if step.bound for c in step.columns)
         node = SeqNode(self._id("Q"), schema, pattern.span, steps=tuple(steps), guards=pattern.guards)

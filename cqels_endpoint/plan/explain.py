@@ -214,11 +214,13 @@ def _seq_pattern(step) -> str:
 
 
 def _seq_step(step) -> str:
-    """One step's line under a SEQ: its kind, its event's columns and per-event filter."""
+    """One step's line under a SEQ: its kind, its event's columns, per-event filter and gap guards."""
     kind = f"event ?{step.var}" if step.bound else f"gap {_seq_pattern(step)}"
     text = f"{kind} [{' '.join('?' + c for c in step.columns)}]"
     if step.filters:
         text += " if " + " && ".join(f"({write_expression(e)})" for e in step.filters)
+    if step.guards:
+        text += " counted where " + " && ".join(f"({write_expression(e)})" for e in step.guards)
     return text
 
 

@@ -249,7 +249,8 @@ class SeqStepPlan:
     """One step of a ``SeqNode``: bound (one event, its ``columns`` in the output) or a gap of
     ``low``..``high`` events (``high`` None: unbounded); ``leaves`` its event patterns (their
     triples reach the SEQ operator with their times, not a window buffer), ``columns`` the
-    variables of an event of the step, ``filters`` its per-event FILTERs."""
+    variables of an event of the step, ``filters`` its per-event FILTERs, ``guards`` a gap step's
+    gap guards (which of its events count for a match's gap)."""
 
     var: str
     bound: bool
@@ -258,6 +259,7 @@ class SeqStepPlan:
     leaves: tuple[StreamLeaf, ...]
     columns: tuple[str, ...]
     filters: tuple[n.Expression, ...] = ()
+    guards: tuple[n.Expression, ...] = ()
 
 
 @dataclass(eq=False)

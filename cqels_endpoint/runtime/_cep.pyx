@@ -2,8 +2,10 @@
 """Compiled CEP matcher: the twin of ``cep.SeqMatcherPython`` (same algorithm, same answers; see
 ``cep.py``'s docstring). The run tree is a pool of C structs (a deque, so pointers stay valid while
 it grows; freed slots are reused), children as intrusive sibling lists, the present entries in a
-``std::map`` ordered by ``(t, key)``. An in-order insert touches no Python object but the guard
-calls (at the depths that have one) and the keys of the changes, kept as C++ vectors until ``take()``."""
+``std::map`` ordered by ``(t, key)`` (and those of each deferred gap in one of their own). An
+in-order insert touches no Python object but the guard calls (at the depths that have one, and per
+live run for a gap step with a gap guard) and the keys of the changes, kept as C++ vectors until
+``take()``."""
 
 from cython.operator cimport dereference as deref
 from cython.operator cimport predecrement as dec
@@ -52,7 +54,14 @@ cdef class SeqMatcher:
     cdef list prefix  # per depth 0..k: the prefix guard, or None
     cdef vector[int] step_bound, step_gap, step_symbol, width
     cdef vector[vector[int]] trans
-    cdef vector[vector[char]] accept
+    cdef vector[vector[char]] accept  # the gaps' DFAs
+    cdef vector[vector[char]] open_accept  # the open states' (a deferred gap's accepts: it is not fed)
+    cdef vector[int] level  # per step: the level of its gap guard (0: none)
+    cdef tuple tests  # per step: its gap guard's test, or None
+    cdef vector[int] deferred  # per gap: the depth it is checked at (0: followed at its open gap)
+    cdef vector[int] open_gap  # per step: the open gap its entries feed (-1: bound, or a deferred gap's)
+    cdef vector[vector[int]] deferred_at  # per depth: the gaps checked there
+    cdef vector[cmap[TimeKey, int]] gap_order  # per deferred gap: its present (t, key) -> step
     cdef cmap[TimeKey, int] order  # present (t, key) -> step
     cdef unordered_map[int64_t, pair[int64_t, int]] info  # key -> (t, step)
     cdef deque[Run] pool
@@ -64,8 +73,9 @@ cdef class SeqMatcher:
     cdef int64_t count
     cdef vector[int64_t] keys_buffer
 
-    def __init__(self, spec, guard=None, *, prefix_guards=None):
+    def __init__(self, spec, guard=None, *, prefix_guards=None, gap_guards=None):
         automaton = spec.automaton
+        tables = spec.gap_tables(gap_guards)
         self.k = automaton.bound_count
         self.guard = guard
         self.prefix = [None] * (self.k + 1)
@@ -79,6 +89,17 @@ cdef class SeqMatcher:
         self.width = automaton.width
         self.trans = [list(table) for table in automaton.trans]
         self.accept = [[1 if accepting else 0 for accepting in table] for table in automaton.accept]
+        self.level = tables.level
+        self.tests = tables.test
+        self.deferred = tables.deferred
+        self.open_accept = [[1 if depth or accepting else 0 for accepting in table]
+                            for depth, table in zip(tables.deferred, automaton.accept)]
+        self.open_gap = [-1 if gap < 0 or tables.deferred[gap] else gap for gap in automaton.step_gap]
+        self.deferred_at.resize(self.k + 1)
+        for gap, depth in enumerate(tables.deferred):
+            if depth:
+                self.deferred_at[depth].push_back(gap)
+        self.gap_order.resize(len(tables.deferred))
         self.all_nodes.resize(self.k + 1)
         self.live.resize(self.k + 1)
         self._new(NONE, -1, INT64_MIN)
@@ -100,13 +121,16 @@ cdef class SeqMatcher:
         self.order[at] = step
         self.info[key] = pair[int64_t, int](t, step)
         cdef int gap = self.step_gap[step], bound = self.step_bound[step]
+        if gap >= 0 and self.deferred[gap]:
+            self.gap_order[gap][at] = step
         if in_order:
             if gap >= 0:
-                self._advance_live(gap, self.step_symbol[step], t)
+                if not self.deferred[gap]:  # a deferred gap's entry is after every interval checked
+                    self._advance_live(gap, step, key, t)
             else:
                 self._extend_live(bound, key, t)
         elif gap >= 0:
-            self._rescan_older(gap, t)
+            self._gap_changed(gap, step, key, t)
         else:
             self._insert_late_bound(bound, key, t)
 
@@ -123,7 +147,9 @@ cdef class SeqMatcher:
         cdef pair[int, int64_t] slot_serial
         cdef unordered_map[int64_t, vector[pair[int, int64_t]]].iterator holder
         if gap >= 0:
-            self._rescan_older(gap, t)
+            if self.deferred[gap]:
+                self.gap_order[gap].erase(TimeKey(t, key))
+            self._gap_changed(gap, step, key, t)
             return
         holder = self.by_key.find(key)
         if holder == self.by_key.end():
@@ -192,15 +218,16 @@ cdef class SeqMatcher:
         return slot
 
     cdef int _extend(self, int parent, int64_t key, int64_t t) except -2:
-        """A new child of ``parent`` ending with ``key`` (NONE when its prefix fails its depth's guards)."""
+        """A new child of ``parent`` ending with ``key`` (NONE when its prefix fails its depth's guards
+        or a gap deferred to its depth)."""
         cdef int depth = self.pool[parent].depth + 1
         test = self.prefix[depth]
         complete = self.guard if depth == self.k else None
-        if test is not None or complete is not None:
-            self._keys(parent)
-            self.keys_buffer.push_back(key)
-            keys = tuple(self.keys_buffer)
+        if test is not None or complete is not None or not self.deferred_at[depth].empty():
+            keys = self._path(parent, True, key)
             if test is not None and not test(keys) or complete is not None and not complete(keys):
+                return NONE
+            if not self._deferred_hold(keys):
                 return NONE
         return self._new(parent, key, t)
 
@@ -255,6 +282,16 @@ cdef class SeqMatcher:
             slot = self.pool[slot].parent
         reverse(self.keys_buffer.begin(), self.keys_buffer.end())
 
+    cdef tuple _path(self, int slot, bint extended=False, int64_t key=0):
+        """The keys of the node's prefix as a tuple, followed by ``key`` when ``extended``."""
+        self._keys(slot)
+        if extended:
+            self.keys_buffer.push_back(key)
+        return tuple(self.keys_buffer)
+
+    cdef inline int64_t _time(self, int64_t key):
+        return self.info[key].first
+
     cdef void _recount(self, int slot):
         cdef Run* node = &self.pool[slot]
         if node.depth != self.k:
@@ -275,6 +312,38 @@ cdef class SeqMatcher:
 
     # -- the gap states --------------------------------------------------------------------------
 
+    cdef bint _relevant(self, tuple keys, int step, int64_t key) except -1:
+        """Whether the gap entry ``key`` of ``step`` counts for a match whose bound keys start with ``keys``."""
+        cdef int level = self.level[step]
+        return not level or bool(self.tests[step](keys[:level], key))
+
+    cdef bint _relevant_to(self, int slot, int step, int64_t key) except -1:
+        """``_relevant`` for the node's prefix, its keys made only for a step with a gap guard."""
+        return not self.level[step] or self._relevant(self._path(slot), step, key)
+
+    cdef bint _deferred_hold(self, tuple keys) except -1:
+        """Whether the gaps deferred to the depth of ``keys`` hold, each replayed over its relevant entries."""
+        cdef int gap, state, step
+        cdef int64_t before
+        cdef OrderIter it, end
+        for gap in self.deferred_at[len(keys)]:
+            end = self.gap_order[gap].end()
+            it = self.gap_order[gap].begin()
+            if gap:
+                it = self.gap_order[gap].upper_bound(TimeKey(self._time(keys[gap - 1]), INT64_MAX))
+            before = self._time(keys[gap])
+            state = 0
+            while it != end and deref(it).first.first < before:
+                step = deref(it).second
+                if self._relevant(keys, step, deref(it).first.second):
+                    state = self.trans[gap][state * self.width[gap] + self.step_symbol[step]]
+                    if state == DEAD:
+                        return False
+                inc(it)
+            if not self.accept[gap][state]:
+                return False
+        return True
+
     cdef void _step(self, int slot, int symbol, int64_t t):
         """Feeds the node's open gap one entry of ``symbol`` at ``t`` (>= every time fed before)."""
         cdef Run* node = &self.pool[slot]
@@ -288,9 +357,9 @@ cdef class SeqMatcher:
         """The state of the node's open gap over its entries before ``t`` (>= every time fed)."""
         return node.state if t > node.last_t else node.prev
 
-    cdef void _advance_live(self, int gap, int symbol, int64_t t):
+    cdef int _advance_live(self, int gap, int step, int64_t key, int64_t t) except -1:
         cdef vector[int]* nodes = &self.live[gap]
-        cdef int i, slot
+        cdef int i, slot, symbol = self.step_symbol[step]
         cdef Run* node
         for i in range(<int>nodes.size() - 1, -1, -1):  # backwards: a removal moves a visited node
             slot = nodes[0][i]
@@ -301,7 +370,9 @@ cdef class SeqMatcher:
                 if t > node.last_t:
                     self._set_live(slot, False)
                 continue
-            self._step(slot, symbol, t)
+            if self._relevant_to(slot, step, key):
+                self._step(slot, symbol, t)
+        return 0
 
     cdef int _extend_live(self, int bound, int64_t key, int64_t t) except -1:
         cdef vector[int]* nodes = &self.live[bound]
@@ -315,7 +386,7 @@ cdef class SeqMatcher:
             state = self._before(node, t)
             if node.state == DEAD and t > node.last_t:
                 self._set_live(slot, False)
-            elif state != DEAD and self.accept[bound][state]:
+            elif state != DEAD and self.open_accept[bound][state]:
                 self._extend(slot, key, t)
         return 0
 
@@ -325,15 +396,19 @@ cdef class SeqMatcher:
             return self.order.begin()
         return self.order.upper_bound(TimeKey(node.t, INT64_MAX))
 
-    cdef int _replay_state(self, int slot, int64_t before):
+    cdef int _replay_state(self, int slot, int64_t before) except -2:
         """The state of the node's open gap over the present entries in ``(node.t, before)``."""
         cdef Run* node = &self.pool[slot]
         cdef int gap = node.depth, state = 0, step
         cdef OrderIter it = self._after(node)
+        cdef tuple path = None  # the node's keys, made once if a gap guard asks for them
         while it != self.order.end() and deref(it).first.first < before and state != DEAD:
             step = deref(it).second
-            if self.step_gap[step] == gap:
-                state = self.trans[gap][state * self.width[gap] + self.step_symbol[step]]
+            if self.open_gap[step] == gap:
+                if self.level[step] and path is None:
+                    path = self._path(slot)
+                if not self.level[step] or self._relevant(path, step, deref(it).first.second):
+                    state = self.trans[gap][state * self.width[gap] + self.step_symbol[step]]
             inc(it)
         return state
 
@@ -343,28 +418,44 @@ cdef class SeqMatcher:
         for slot in parents:
             if self.pool[slot].depth == 0 or self.pool[slot].t < t:
                 state = self._replay_state(slot, t)
-                if state != DEAD and self.accept[bound][state]:
+                if state != DEAD and self.open_accept[bound][state]:
                     child = self._extend(slot, key, t)
                     if child != NONE:
                         self._rescan(child, t)
         return 0
 
-    cdef int _rescan_older(self, int gap, int64_t t) except -1:
-        cdef vector[int] nodes = self.all_nodes[gap]  # a copy, for clarity: rescans change deeper levels only
+    cdef int _gap_changed(self, int gap, int step, int64_t key, int64_t t) except -1:
+        """The gap entry ``key`` of ``step`` at ``t`` left, or came out of order: the runs it is relevant to."""
+        cdef int depth = self.deferred[gap]
+        cdef vector[int] nodes  # a copy, for clarity: rescans change deeper levels only
         cdef int slot
+        cdef tuple keys
+        if not depth:
+            nodes = self.all_nodes[gap]
+            for slot in nodes:
+                if (self.pool[slot].depth == 0 or self.pool[slot].t < t) and self._relevant_to(slot, step, key):
+                    self._rescan(slot, t)
+            return 0
+        # The parents of the nodes checking the gap, where the gap spans t (when the gap precedes
+        # the parent's last step; else their children newer than t).
+        nodes = self.all_nodes[depth - 1]
         for slot in nodes:
-            if self.pool[slot].depth == 0 or self.pool[slot].t < t:
-                self._rescan(slot, t)
+            keys = self._path(slot)
+            if (gap == 0 or self._time(keys[gap - 1]) < t) and (depth - 1 == gap or t < self._time(keys[gap])):
+                self._rescan(slot, t, True, step, key)
         return 0
 
-    cdef int _rescan(self, int slot, int64_t after) except -1:
+    cdef int _rescan(self, int slot, int64_t after, bint changed=False, int changed_step=0, int64_t changed_key=0) except -1:
         """Replays the node's open gap over the present entries and reconciles its children newer
-        than ``after`` (a new node: all of them, grown recursively)."""
+        than ``after`` (a new node: all of them, grown recursively); when ``changed``, the gap entry
+        ``changed_key`` of ``changed_step``, in a gap deferred to the children's depth, changed: only
+        the children it is relevant to."""
         cdef Run* node = &self.pool[slot]
         cdef int gap = node.depth, step, state, child
         cdef int64_t t, key
         cdef unordered_map[int64_t, int] children
         cdef unordered_map[int64_t, int].iterator found
+        cdef tuple keys, path = None  # the node's keys, made once if a gap guard asks for them
         child = node.first_child
         while child != NONE:
             children[self.pool[child].key] = child
@@ -375,16 +466,24 @@ cdef class SeqMatcher:
         while it != self.order.end():
             t, key, step = deref(it).first.first, deref(it).first.second, deref(it).second
             inc(it)
-            if self.step_gap[step] == gap:
-                self._step(slot, self.step_symbol[step], t)
+            if self.open_gap[step] == gap:
+                if self.level[step] and path is None:
+                    path = self._path(slot)
+                if not self.level[step] or self._relevant(path, step, key):
+                    self._step(slot, self.step_symbol[step], t)
             elif self.step_bound[step] == gap and t > after:
                 state = self._before(node, t)
                 found = children.find(key)
-                if state != DEAD and self.accept[gap][state]:
+                if state != DEAD and self.open_accept[gap][state]:
                     if found == children.end():
-                        child = self._extend(slot, key, t)
-                        if child != NONE:
-                            self._rescan(child, t)
+                        if not changed or self._relevant(self._path(slot, True, key), changed_step, changed_key):
+                            child = self._extend(slot, key, t)
+                            if child != NONE:
+                                self._rescan(child, t)
+                    elif changed:
+                        keys = self._path(slot, True, key)
+                        if self._relevant(keys, changed_step, changed_key) and not self._deferred_hold(keys):
+                            self._remove(deref(found).second)
                 elif found != children.end():
                     self._remove(deref(found).second)
         self._recount(slot)

@@ -1,6 +1,9 @@
 """The CEP matchers (``runtime/cep.py``'s twin, ``runtime/_cep.pyx`` compiled) against the
-brute-force definition ``all_matches``, on random specs, guards and insert/expire/take sequences."""
+brute-force definition ``all_matches``, on random specs, guards, gap guards and insert/expire/take
+sequences; ``all_matches`` itself against ``definition``, every check asked of complete matches."""
 
+import itertools
+import re
 from collections import Counter
 
 import pytest
@@ -17,8 +20,8 @@ def gap(low, high):
     return SeqStep(False, low, high)
 
 
-def both(spec, guard=None, prefix_guards=None):
-    return [SeqMatcherPython(spec, guard, prefix_guards=prefix_guards), _cep.SeqMatcher(spec, guard, prefix_guards=prefix_guards)]
+def both(spec, guard=None, prefix_guards=None, gap_guards=None):
+    return [make(spec, guard, prefix_guards=prefix_guards, gap_guards=gap_guards) for make in (SeqMatcherPython, _cep.SeqMatcher)]
 
 
 def feed(matchers, calls):
@@ -131,6 +134,69 @@ def test_prefix_guards_of_no_level_are_refused(make):
         all_matches(SeqSpec((BOUND,)), [], prefix_guards={2: lambda keys: True})
 
 
+# Gap guards (CQELS-QL 2.0 §7): an event of a gap step counts only when the guard holds with the
+# match's bound events. Here each key's machine: the NOT gap forbids an x of the same machine only.
+MACHINE = {key: f"m{2 - key % 2}" for key in range(1, 13)}  # odd keys m1, even keys m2
+
+
+def same_machine(keys, key):
+    return MACHINE[keys[-1]] == MACHINE[key]
+
+
+@pytest.mark.parametrize("make", [SeqMatcherPython, _cep.SeqMatcher])
+def test_a_not_gap_guarded_by_the_step_before_counts_its_machine_only(make):
+    spec = SeqSpec((BOUND, gap(0, 0), BOUND))  # SEQ(?a ; NOT ?x ; ?b), x of a's machine
+    matcher = make(spec, None, prefix_guards={2: lambda keys: MACHINE[keys[0]] == MACHINE[keys[1]]},
+                   gap_guards={X: (1, same_machine)})
+    for step, key, t in [(A, 1, 10), (A, 2, 12), (X, 4, 20), (B, 3, 30), (B, 6, 31)]:
+        matcher.insert(step, key, t)
+    # x 4 is m2's: it separates a 2 from b 6, not a 1 from b 3.
+    assert matcher.take() == [((1, 3), 1)]
+    matcher.insert(X, 5, 25)  # late, and m1's: now between a 1 and b 3
+    assert matcher.take() == [((1, 3), -1)]
+    matcher.expire(4)
+    assert matcher.take() == [((2, 6), 1)]
+    matcher.expire(5)
+    assert matcher.matches() == [(1, 3), (2, 6)]
+
+
+@pytest.mark.parametrize("make", [SeqMatcherPython, _cep.SeqMatcher])
+def test_a_not_gap_guarded_by_the_step_after_is_checked_when_it_is_bound(make):
+    spec = SeqSpec((BOUND, gap(0, 0), BOUND))  # SEQ(?a ; NOT ?x ; ?b), x of b's machine
+    matcher = make(spec, None, gap_guards={X: (2, same_machine)})
+    for step, key, t in [(A, 1, 10), (X, 2, 20), (B, 3, 30), (B, 4, 31)]:
+        matcher.insert(step, key, t)
+    assert matcher.take() == [((1, 3), 1)]  # x 2 is m2's, as b 4 is
+    matcher.insert(X, 7, 30)  # late, at b 3's time: not strictly between
+    matcher.insert(X, 8, 11)  # late and m2's: b 4 stays blocked
+    assert matcher.take() == []
+    matcher.expire(2)
+    matcher.expire(8)
+    assert matcher.take() == [((1, 4), 1)]
+    matcher.insert(X, 5, 15)  # late, m1's: blocks b 3
+    assert matcher.take() == [((1, 3), -1)]
+
+
+@pytest.mark.parametrize("make", [SeqMatcherPython, _cep.SeqMatcher])
+def test_a_quantified_gap_counts_the_events_its_guard_keeps(make):
+    spec = SeqSpec((gap(0, 0), BOUND, gap(2, 2)))  # SEQ(NOT ?y ; ?a ; ?x{2}), y and x of a's machine
+    matcher = make(spec, None, gap_guards={0: (1, same_machine), 2: (1, same_machine)})
+    for step, key, t in [(1, 1, 10), (2, 2, 11), (2, 3, 12), (2, 4, 13)]:
+        matcher.insert(step, key, t)
+    assert matcher.take() == []  # one x of m1 after a 1 so far
+    matcher.insert(2, 5, 14)
+    assert matcher.take() == [((1,), 1)]
+    for step, key, t in [(1, 6, 15), (2, 7, 17), (2, 8, 18), (2, 10, 19)]:
+        matcher.insert(step, key, t)
+    assert matcher.take() == [((1,), -1), ((6,), 1)]  # three x of m1 after a 1; two of m2 after a 6
+    matcher.insert(0, 9, 5)  # late y of m1, before a 1
+    matcher.insert(0, 12, 14)  # late y of m2, before a 6
+    assert matcher.take() == [((6,), -1)]
+    for key in (12, 7, 9):
+        matcher.expire(key)
+    assert matcher.take() == [((1,), 1), ((6,), 1)]
+
+
 def test_spec_errors():
     with pytest.raises(ValueError, match="at least one bound step"):
         SeqSpec((gap(0, 0),))
@@ -182,6 +248,12 @@ PREFIX_TESTS = {
     "ends apart mod 3": lambda keys: (keys[0] + keys[-1]) % 3 != 0,
     "sum not 1 mod 4": lambda keys: sum(keys) % 4 != 1,
 }
+# Gap guards: tests of a gap entry's key with the first `level` bound keys of a match.
+GAP_TESTS = {
+    "parity of the last": lambda keys, key: (key - keys[-1]) % 2 == 0,
+    "apart from the first mod 3": lambda keys, key: (key - keys[0]) % 3 != 0,
+    "above their mean": lambda keys, key: key * len(keys) > sum(keys),
+}
 
 
 @st.composite
@@ -214,19 +286,51 @@ def scenarios(draw):
     calls.append(("take",))
     levels = range(1, len(spec.bound_steps) + 1)
     prefix = draw(st.dictionaries(st.sampled_from(levels), st.sampled_from(sorted(PREFIX_TESTS)), max_size=len(levels)))
-    return spec, draw(st.sampled_from(sorted(GUARDS))), calls, prefix
+    # Gap guards of any level: reading bound steps before the gap (followed), after it (deferred) or both.
+    gap_steps = [i for i, step in enumerate(spec.steps) if not step.bound]
+    gaps = draw(st.dictionaries(st.sampled_from(gap_steps), st.tuples(st.sampled_from(levels), st.sampled_from(sorted(GAP_TESTS))))
+                if gap_steps else st.just({}))
+    return spec, draw(st.sampled_from(sorted(GUARDS))), calls, prefix, gaps
+
+
+def definition(spec, entries, guard, gap_guards):
+    """Every match by the letter: each choice of bound entries with increasing times, every gap (a
+    regular expression over its relevant entries' steps) and the guard asked of it."""
+    ordered = sorted(entries, key=lambda entry: (entry[2], entry[1]))
+    found = Counter()
+    for choice in itertools.product(*([(key, t) for step, key, t in ordered if step == b] for b in spec.bound_steps)):
+        keys, times = tuple(key for key, _ in choice), [t for _, t in choice]
+        if any(t >= later for t, later in itertools.pairwise(times)):
+            continue
+        bounds = [float("-inf"), *times, float("inf")]
+
+        def relevant(step, key, keys=keys):
+            level, test = gap_guards.get(step, (0, None))
+            return not level or test(keys[:level], key)
+
+        def holds(d, keys=keys, bounds=bounds):
+            gap = spec.gaps[d]
+            text = "".join(chr(65 + step) for step, key, t in ordered
+                           if step in gap and bounds[d] < t < bounds[d + 1] and relevant(step, key))
+            high = {step: "" if spec.steps[step].high is None else spec.steps[step].high for step in gap}
+            return re.fullmatch("".join(f"{chr(65 + step)}{{{spec.steps[step].low},{high[step]}}}" for step in gap), text)
+
+        if all(holds(d) for d in range(len(spec.gaps))) and (guard is None or guard(keys)):
+            found[keys] += 1
+    return found
 
 
 def check(scenario):
-    spec, guard_name, calls, prefix_names = scenario
+    spec, guard_name, calls, prefix_names, gap_names = scenario
     guard = GUARDS[guard_name]
     prefix_guards = {j: PREFIX_TESTS[name] for j, name in prefix_names.items()} or None
+    gap_guards = {step: (level, GAP_TESTS[name]) for step, (level, name) in gap_names.items()}
 
     def conjunction(keys):
         """The guard and the prefix guards as one guard of complete matches."""
         return (guard is None or guard(keys)) and all(PREFIX_TESTS[name](keys[:j]) for j, name in prefix_names.items())
 
-    matchers = both(spec, guard, prefix_guards)
+    matchers = both(spec, guard, prefix_guards, gap_guards or None)
     bags = [Counter() for _ in matchers]
     present = {}
     for call, *args in calls:
@@ -238,9 +342,9 @@ def check(scenario):
             for matcher in matchers:
                 getattr(matcher, call)(*args)
             continue
-        expected = all_matches(spec, present.values(), guard, prefix_guards=prefix_guards)
-        # Splitting a guard into prefix parts never changes the match bag.
-        assert expected == all_matches(spec, present.values(), conjunction)
+        expected = all_matches(spec, present.values(), guard, prefix_guards=prefix_guards, gap_guards=gap_guards)
+        # Asking guards and gaps as early as they can be never changes the match bag.
+        assert expected == definition(spec, present.values(), conjunction, gap_guards)
         for matcher, bag in zip(matchers, bags, strict=True):
             changes = matcher.take()
             assert all(sign in (1, -1) for _, sign in changes)
