@@ -17,15 +17,16 @@ event, at its timestamp, and at each clock advance; periodic queries at their cl
 ``RANGE T``            ``τ − T < t' ≤ τ``
 ``RANGE T SLIDE β``    ``τ − T ≤ t' < τ`` (``τ`` a close ``o + kβ``; the event that triggers a
                        close is inserted after it)
-``NOW``                the triples of the event being processed; nothing at an advance or a close
+``NOW``                ``t' = τ``: the current instant, every event at it so far (a close ``c``
+                       is triggered by an event with ``t ≥ c``, inserted after it: empty there)
 ``ALL``                every triple since the query was registered
 ``TRIPLES n``          the last ``n`` matching triples (expired as soon as the ``n+1``-th arrives)
 =====================  =========================================================================
 
 >>> state = build_window(RangeWindow(3))
 >>> for seq, t in enumerate([0, 1, 4]):
-...     _ = state.insert(t, seq, tick=seq)
->>> state.expire(4, tick=2)   # 4 − 3 < t' ≤ 4 keeps t' = 4 only
+...     _ = state.insert(t, seq)
+>>> state.expire(4)   # 4 − 3 < t' ≤ 4 keeps t' = 4 only
 [0, 1]
 >>> state.contents()
 [2]
@@ -44,24 +45,23 @@ class WindowState:
     """The triples (as ``(t, seq)``) one window holds; subclasses decide when they leave.
 
     Call order per evaluation: any number of ``insert`` calls (each may expire entries itself, as
-    ``TRIPLES n`` does), then one ``expire(τ, tick)`` just before the evaluation at ``τ``.
-    ``tick`` identifies the event being processed (``None`` at an advance or a periodic close).
+    ``TRIPLES n`` does), then one ``expire(τ)`` just before the evaluation at ``τ``.
     """
 
     def __init__(self) -> None:
-        self._entries: deque[tuple[int, int, object]] = deque()
+        self._entries: deque[tuple[int, int]] = deque()
 
     def admits(self, t: int, tau: int) -> bool:
         """Whether a triple at ``t``, inserted when the query's clock is at ``τ``, can ever be seen
         (one arriving on a lagging stream may already be out of the window)."""
         return True
 
-    def insert(self, t: int, seq: int, tick: object = None) -> list[int]:
+    def insert(self, t: int, seq: int) -> list[int]:
         """Adds a triple; returns the sequence numbers this insertion pushes out (oldest first)."""
-        self._entries.append((t, seq, tick))
+        self._entries.append((t, seq))
         return []
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
+    def expire(self, tau: int) -> list[int]:
         """Removes and returns (oldest first) the sequence numbers not in the window at ``τ``."""
         return []
 
@@ -74,11 +74,11 @@ class WindowState:
 
     def contents(self) -> list[int]:
         """The sequence numbers in the window, oldest first."""
-        return [seq for _, seq, _ in self._entries]
+        return [seq for _, seq in self._entries]
 
     def times(self) -> list[int]:
         """The timestamps in the window, oldest first."""
-        return [t for t, _, _ in self._entries]
+        return [t for t, _ in self._entries]
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -94,7 +94,7 @@ class EagerRangeState(WindowState):
     def admits(self, t: int, tau: int) -> bool:
         return t > tau - self.range_ms
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
+    def expire(self, tau: int) -> list[int]:
         bound = tau - self.range_ms
         return self._pop_while(lambda entry: entry[0] <= bound)
 
@@ -111,18 +111,21 @@ class PeriodicRangeState(WindowState):
         # ``τ`` is the last close: every later close c > τ expires t' < c − T.
         return t >= tau - self.range_ms
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
+    def expire(self, tau: int) -> list[int]:
         bound = tau - self.range_ms
         return self._pop_while(lambda entry: entry[0] < bound)
 
 
 class NowState(WindowState):
-    """``NOW``: the triples of the event being processed only."""
+    """``NOW``: the triples at the current instant, ``t' = τ`` (CQELS: every event at that instant,
+    not only the one being processed)."""
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
-        if tick is None:
-            return self._pop_while(lambda entry: True)
-        return self._pop_while(lambda entry: entry[2] != tick)
+    def admits(self, t: int, tau: int) -> bool:
+        # A lagging stream's triple is already in the past at the query's clock.
+        return t >= tau
+
+    def expire(self, tau: int) -> list[int]:
+        return self._pop_while(lambda entry: entry[0] < tau)
 
 
 class AllState(WindowState):
@@ -136,8 +139,8 @@ class TriplesState(WindowState):
         super().__init__()
         self.count = count
 
-    def insert(self, t: int, seq: int, tick: object = None) -> list[int]:
-        super().insert(t, seq, tick)
+    def insert(self, t: int, seq: int) -> list[int]:
+        super().insert(t, seq)
         gone = []
         while len(self._entries) > self.count:
             gone.append(self._entries.popleft()[1])

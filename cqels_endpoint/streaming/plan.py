@@ -85,11 +85,6 @@ class JobPlan:
         return longest
 
     @cached_property
-    def now_windows(self) -> bool:
-        """A ``NOW`` window empties at every event, so every event is a tick for every partition."""
-        return any(isinstance(window_extent(st.window), NowWindow) for st in stream_triples(self.algebra))
-
-    @cached_property
     def partition_algebra(self) -> n.AlgebraQuery:
         """What a partition registers: the whole query without a key; else the part below the
         global stage as a SELECT of ``split.schema``. Its LATENESS is the job's (the job releases
