@@ -197,6 +197,8 @@ class ContinuousQuery:
         ?s`` pattern reads (every stream, or those the static data restricting it names)."""
         if stream in self.streams:
             return True
+        if not self._variable:
+            return False
         streams_read = self.evaluator.streams_read
         return any((allowed := streams_read(st.id)) is None or stream in allowed for st in self._variable)
 

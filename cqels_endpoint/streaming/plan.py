@@ -66,9 +66,13 @@ class JobPlan:
         return self.partitions if self.partitioned else 1
 
     @cached_property
-    def streams(self) -> frozenset[str]:
-        """The streams the query reads (events of other streams do not concern it)."""
-        return frozenset(st.stream.value for st in stream_triples(self.algebra))
+    def streams(self) -> frozenset[str] | None:
+        """The streams the query reads (events of other streams do not concern it); None when a
+        ``STREAM ?s`` may read any (the query then runs on one partition, whose engine routes them)."""
+        patterns = stream_triples(self.algebra)
+        if any(st.variable is not None for st in patterns):
+            return None
+        return frozenset(st.stream.value for st in patterns)
 
     @cached_property
     def horizon_ms(self) -> int | None:

@@ -88,7 +88,7 @@ def route_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_st
             rejected = {"rejected": {"file": file, "line": number, "text": text, "error": str(error)}}
             routed.append(Routed(0, -1, file, number, "", json.dumps(rejected, ensure_ascii=False), REJECTED))
             continue
-        if stream not in plan.streams:
+        if plan.streams is not None and stream not in plan.streams:
             continue
         shares = route(triples, plan.split.positions.get(stream, ()), tasks) if plan.partitioned else [ntriples(triples)]
         routed.extend(Routed(part, time, file, number, stream, share, EVENT) for part, share in enumerate(shares))
