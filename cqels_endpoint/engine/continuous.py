@@ -15,7 +15,6 @@ import itertools
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import pyoxigraph as ox
 
@@ -78,6 +77,7 @@ class ContinuousQuery:
             stream.value for stream, _window in declared_windows(self.algebra)
         )
         self._variable = [st for st in self.patterns if st.variable is not None]
+        self._variable_ids = frozenset(st.id for st in self._variable)
         # Each pattern's routing spec, made at the first event (``_route``), the router of each
         # stream, made at its first event, and the ids the specs and the stream columns hold, each
         # with a dictionary reference until the query closes. ``_allowed``: the streams each
@@ -229,10 +229,6 @@ class ContinuousQuery:
             self._route_constants.append(stream_id)
         variable = self._variable_ids
         return [(pattern_id, (*ids, stream_id) if pattern_id in variable else ids) for pattern_id, ids in matched]
-
-    @cached_property
-    def _variable_ids(self) -> frozenset[int]:
-        return frozenset(st.id for st in self._variable)
 
     def _on_advance(self, time: int, step: int) -> None:
         self._received = None

@@ -137,8 +137,8 @@ def _split(pattern: n.StreamPattern, first_id: int, restricted_by: tuple[n.Stati
 
 
 def _restrictions(pattern: n.Pattern) -> dict[int, tuple[n.StaticPattern, ...]]:
-    """The static caches restricting each ``STREAM ?s`` block (by ``id``) that some restrict in
-    every place it occurs (module docstring)."""
+    """For each ``STREAM ?s`` block (by ``id``) restricted wherever it occurs, the static caches
+    restricting it (module docstring)."""
     places: dict[int, list[tuple[n.StaticPattern, ...]]] = {}
 
     def visit(node: object, around: dict[Var, tuple[n.StaticPattern, ...]]) -> None:

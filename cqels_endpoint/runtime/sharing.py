@@ -117,6 +117,7 @@ class SharedWindow:
 
     key: Hashable
     config: WindowConfig
+    per_stream: bool = False  # a STREAM ?s pattern's: a state per stream it reads
     states: dict[str, WindowState] = field(default_factory=dict)  # by stream, in the order first read
     calls: CallLog = field(init=False)
 
@@ -135,12 +136,13 @@ class SharedWindow:
         return state
 
     def expire(self, tau: int) -> tuple[int, ...]:
-        """``WindowState.expire`` of every stream's state, stream by stream; a state left empty
-        goes (an empty state remembers nothing), so the work stays that of the streams in the window."""
+        """``WindowState.expire`` of every stream's state, stream by stream. A ``STREAM ?s``
+        pattern's state left empty goes (an empty state remembers nothing), so the work stays that
+        of the streams in the window, not of every stream ever read."""
         gone: list[int] = []
         for stream, state in list(self.states.items()):
             gone.extend(state.expire(tau))
-            if not len(state):
+            if self.per_stream and not len(state):
                 del self.states[stream]
         return tuple(gone)
 
@@ -249,7 +251,7 @@ class SharedWindows:
             key = (sig, st.id, origin_ms, epoch, private)
             shared = self._windows.get(key)
             if shared is None:
-                shared = self._windows[key] = SharedWindow(key, st.window)
+                shared = self._windows[key] = SharedWindow(key, st.window, st.variable is not None)
             readers.append(WindowReader(self, shared))
         return readers
 
