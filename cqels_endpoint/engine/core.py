@@ -1,7 +1,8 @@
 """The continuous engine: ``Engine`` registers queries, feeds them stream events and delivers their emissions.
 
 The engine owns time. It converts and orders stream events (``runtime.streams``), keeps one
-window state per stream triple pattern of each registered query (``runtime.windows``), decides
+window state per stream triple pattern of each registered query (``runtime.windows``; per stream
+for a ``STREAM ?var`` pattern), routes each event to the queries that read its stream, decides
 when a query is evaluated, and turns the signed deltas of ``Γ`` into R2S emissions. How ``Γ`` is
 computed is the evaluator's business (``evaluator.Evaluator``): ``mode="incremental"``
 (``incremental.IncrementalEvaluator``) or ``mode="recompute"`` (``recompute.RecomputeEvaluator``,
