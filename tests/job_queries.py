@@ -1,7 +1,8 @@
 """Random continuous queries and event files for the differential tests of Spark jobs.
 
 ``job_cases()`` draws a query over 1–3 streams (each stream's subject the shared ``?s`` or a
-variable of its own, so that some queries have a key and some run on one partition), combined by
+variable of its own, so that some queries have a key and some run on one partition; ``[NOW]`` and
+``[RANGE]`` windows, a stream sometimes named by a variable, read on one partition), combined by
 join, OPTIONAL, UNION or MINUS, with FILTER, BIND and a static join or not, under a SELECT,
 DISTINCT, GROUP BY (by the key, by a value, or none; every aggregate), ORDER BY … LIMIT, ASK or
 CONSTRUCT; the R2S; and events on those streams split into files in time order. The tests run each
@@ -80,8 +81,11 @@ def stream_pattern(draw, index: int) -> tuple[str, set[str]]:
     stream, predicate, value = STREAMS[index]
     # Mostly the key ?s: a stream of its own subject, or a count window, leaves the query no key.
     subject = "?s" if index == 0 or draw(st.integers(0, 3)) else f"?x{index}"
-    window = draw(st.sampled_from(["RANGE 3ms", "RANGE 5ms", "RANGE 8ms", "RANGE 6ms", "RANGE 4ms", "TRIPLES 3"] if index == 0 else ["RANGE 3ms", "RANGE 6ms"]))
-    return f"STREAM <{stream}> [{window}] {{ {subject} <{EX}{predicate}> {value} }}", {subject, value}
+    windows = ["RANGE 3ms", "RANGE 5ms", "RANGE 8ms", "RANGE 6ms", "RANGE 4ms", "TRIPLES 3", "NOW"] if index == 0 else ["RANGE 3ms", "RANGE 6ms", "NOW"]
+    window = draw(st.sampled_from(windows))
+    # Sometimes a stream named by a variable: it reads every stream, and the query runs on one partition.
+    name = f"<{stream}>" if index == 0 or draw(st.integers(0, 5)) else f"?st{index}"
+    return f"STREAM {name} [{window}] {{ {subject} <{EX}{predicate}> {value} }}", {subject, value}
 
 
 @st.composite

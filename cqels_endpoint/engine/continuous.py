@@ -16,6 +16,8 @@ import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pyoxigraph as ox
+
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.emission import Emission, EmittedRows, Row, instantiate
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
@@ -70,15 +72,24 @@ class ContinuousQuery:
         windows = [st.window for st in self.patterns] + [window for _stream, window in declared_windows(self.algebra)]
         slides = [w.slide_ms for w in windows if isinstance(w, RangeWindow) and w.periodic]
         self.schedule = CloseSchedule(slides, self.origin_ms) if slides else None
-        self.streams = frozenset(st.stream.value for st in self.patterns) | frozenset(
+        # The streams it names; a ``STREAM ?s`` pattern reads others too (``reads``).
+        self.streams = frozenset(st.stream.value for st in self.patterns if st.variable is None) | frozenset(
             stream.value for stream, _window in declared_windows(self.algebra)
         )
-        # The router of each stream, made at the first event (``_on_event``), and the ids of the
-        # constants it matches, each holding a dictionary reference until the query closes.
-        self._routes: dict[str, Router] | None = None
-        # The stream-wide count windows (cqels2 ``[TRIPLES n]``) by stream, as (pattern id, reader),
-        # made with the routers: each counts every statement of every event of its stream.
-        self._counting: dict[str, list[tuple[int, WindowReader]]] = {}
+        self._variable = [st for st in self.patterns if st.variable is not None]
+        self._variable_ids = frozenset(st.id for st in self._variable)
+        # Each pattern's routing spec, made at the first event (``_route``), the router of each
+        # stream, made at its first event, and the ids the specs and the stream columns hold, each
+        # with a dictionary reference until the query closes. ``_allowed``: the streams each
+        # ``STREAM ?s`` pattern read when the routers were made (they are made again when it changes).
+        self._specs: list[PatternSpec] | None = None
+        self._routes: dict[str, Router] = {}
+        self._allowed: tuple[frozenset[str] | None, ...] = ()
+        self._stream_ids: dict[str, int] = {}
+        # The stream-wide count windows (cqels2 ``[TRIPLES n]``), made at the first event (an
+        # instance group's driver gets its windows after it is made): each counts every statement
+        # of every event of a stream it reads.
+        self._counting: list[tuple[StreamTriple, WindowReader]] | None = None
         self._route_constants: list[int] = []
         self._subscribers: list[Callable[[Emission], None]] = []
         self._json_only: list[Callable[[Emission], None]] = []  # those of the subscribers that read only JSON
@@ -162,7 +173,8 @@ class ContinuousQuery:
 
     def _window_lines(self) -> list[str]:
         return [
-            f"window {st.id} on <{st.stream.value}> {window.state_name}: {len(window)} triple(s), state {self._readers(window)}"
+            f"window {st.id} on {_stream_text(st)} {window.state_name}: {len(window)} triple(s)"
+            f"{'' if st.variable is None else f' of {window.streams} stream(s)'}, state {self._readers(window)}"
             for st, window in zip(self.patterns, self.windows)
         ]
 
@@ -178,39 +190,88 @@ class ContinuousQuery:
             if self.schedule.origin is None:
                 self.schedule.set_origin(event.time)
             for close in self.schedule.closes_through(event.time):
-                self._evaluate(close, tick=None)
+                self._evaluate(close)
             tau = event.time if self.clock is None else self.clock
         else:
             tau = event.time if self.clock is None else max(event.time, self.clock)
-        if self._routes is None:
-            self._routes = _routes(self.patterns, self.streams, self.evaluator.dictionary, self._route_constants)
-            for st, window in zip(self.patterns, self.windows):
-                if stream_wide(st.window):
-                    self._counting.setdefault(st.stream.value, []).append((st.id, window))
         evaluator = self.evaluator
-        for pattern_id, window in self._counting.get(event.stream, ()):
-            for gone in window.statements(len(event.ids) // 3):
-                evaluator.on_expire(pattern_id, gone)
-        for pattern_id, ids, index in self._routes[event.stream].route(event.ids):
-            seq, expired = self.windows[pattern_id].offer(event.time, tau, event.arrival, seqs, index)
+        matched = self._route(event)
+        if self._counting is None:
+            self._counting = [(st, window) for st, window in zip(self.patterns, self.windows) if stream_wide(st.window)]
+        if self._counting:
+            statements = len(event.ids) // 3
+            for st, window in self._counting:
+                if self._reads_stream(st, event.stream):
+                    for gone in window.statements(event.stream, statements):
+                        evaluator.on_expire(st.id, gone)
+        for pattern_id, ids, index in matched:
+            seq, expired = self.windows[pattern_id].offer(event.stream, event.time, tau, seqs, index)
             if seq is not None:  # None: already out of the window at the query's clock, or shed
                 evaluator.on_insert(pattern_id, ids, event.time, seq)
             for gone in expired:
                 evaluator.on_expire(pattern_id, gone)
         if self.schedule is None:
-            self._evaluate(tau, tick=event.arrival)
+            self._evaluate(tau)
+
+    def reads(self, stream: str) -> bool:
+        """Whether the events of ``stream`` go to this query: a stream it names, or one a ``STREAM
+        ?s`` pattern reads (every stream, or those the static data restricting it names)."""
+        if stream in self.streams:
+            return True
+        if not self._variable:
+            return False
+        streams_read = self.evaluator.streams_read
+        return any((allowed := streams_read(st.id)) is None or stream in allowed for st in self._variable)
+
+    def _route(self, event: Event) -> list[tuple[int, tuple[int, ...], int]]:
+        """``(pattern id, ids, index of the triple in the event)`` for each triple of ``event`` and
+        each pattern it matches, in order
+        (``runtime.routing``); the ids of a ``STREAM ?s`` pattern's triple end with the id of the
+        event's stream, the value of ``?s``."""
+        dictionary = self.evaluator.dictionary
+        if self._specs is None:
+            self._specs = [_spec(st, dictionary, self._route_constants) for st in self.patterns]
+        if self._variable:
+            allowed = tuple(self.evaluator.streams_read(st.id) for st in self._variable)
+            if allowed != self._allowed:  # the static data restricting a STREAM ?s changed
+                self._routes, self._allowed = {}, allowed
+        router = self._routes.get(event.stream)
+        if router is None:
+            reading = {st.id for st, streams in zip(self._variable, self._allowed) if streams is None or event.stream in streams}
+            router = self._routes[event.stream] = Router([
+                spec for st, spec in zip(self.patterns, self._specs)
+                if st.id in reading or (st.variable is None and st.stream.value == event.stream)
+            ])
+        matched = router.route(event.ids)
+        if not self._variable:
+            return matched
+        stream_id = self._stream_ids.get(event.stream)
+        if stream_id is None:
+            stream_id = self._stream_ids[event.stream] = dictionary.encode(ox.NamedNode(event.stream))
+            self._route_constants.append(stream_id)
+        variable = self._variable_ids
+        return [
+            (pattern_id, (*ids, stream_id) if pattern_id in variable else ids, index) for pattern_id, ids, index in matched
+        ]
+
+    def _reads_stream(self, st: StreamTriple, stream: str) -> bool:
+        """Whether pattern ``st`` reads ``stream`` now (after ``_route`` made the event's router)."""
+        if st.variable is None:
+            return st.stream.value == stream
+        allowed = self._allowed[self._variable.index(st)]
+        return allowed is None or stream in allowed
 
     def _on_advance(self, time: int, step: int) -> None:
         self._received = None
         if self.schedule is not None:
             for close in self.schedule.closes_through(time):
-                self._evaluate(close, tick=None)
+                self._evaluate(close)
         else:
-            self._evaluate(time if self.clock is None else max(time, self.clock), tick=None)
+            self._evaluate(time if self.clock is None else max(time, self.clock))
 
-    def _evaluate(self, tau: int, tick: object) -> None:
+    def _evaluate(self, tau: int) -> None:
         for st, window in zip(self.patterns, self.windows):
-            for gone in window.expire(tau, tick):
+            for gone in window.expire(tau):
                 self.evaluator.on_expire(st.id, gone)
         if self.on_changes is not None:
             self.clock = tau
@@ -285,24 +346,30 @@ class ContinuousQuery:
         return failure
 
 
-def _routes(patterns: list[StreamTriple], streams: frozenset[str], dictionary, held: list[int]) -> dict[str, Router]:
-    """The router of the patterns of each stream (``runtime.routing``), in pattern order: the order
-    the windows are offered a triple in, which numbers their entries. The ids of the patterns'
-    constants are appended to ``held``, each holding a reference (the router compares ids, and a
-    released id would no longer be its term's)."""
+def _spec(st: StreamTriple, dictionary, held: list[int]) -> PatternSpec:
+    """The routing spec of a stream pattern (``runtime.routing``). The routers list them in pattern
+    order: the order the windows are offered a triple in, which numbers their entries. The ids of
+    the pattern's constants are appended to ``held``, each holding a reference (the router compares
+    ids, and a released id would no longer be its term's)."""
 
     def encode(term) -> int:
         term_id = dictionary.encode(term)
         held.append(term_id)
         return term_id
 
-    def spec(st: StreamTriple) -> PatternSpec:
-        predicates = None if st.predicates is None else tuple(encode(p) for p in st.predicates)
-        # A constant predicate is matched by the lookup itself.
-        constants = tuple((i, encode(term)) for i, term in st.constants if i != 1)
-        return PatternSpec(st.id, predicates, constants, st.repeats)
+    predicates = None if st.predicates is None else tuple(encode(p) for p in st.predicates)
+    # A constant predicate is matched by the lookup itself.
+    constants = tuple((i, encode(term)) for i, term in st.constants if i != 1)
+    return PatternSpec(st.id, predicates, constants, st.repeats)
 
-    return {stream: Router([spec(st) for st in patterns if st.stream.value == stream]) for stream in streams}
+
+def _stream_text(st: StreamTriple) -> str:
+    """How ``explain`` names a pattern's stream: its IRI, or its variable and what restricts it."""
+    if st.variable is None:
+        return f"<{st.stream.value}>"
+    if not st.restricted_by:
+        return f"?{st.variable.name} (every stream)"
+    return f"?{st.variable.name} (the streams its static data names)"
 
 
 def declared_windows(algebra: n.AlgebraQuery) -> list[tuple[IRI, WindowConfig]]:

@@ -1,7 +1,8 @@
 """The continuous engine: ``Engine`` registers queries, feeds them stream events and delivers their emissions.
 
 The engine owns time. It converts and orders stream events (``runtime.streams``), keeps one
-window state per stream triple pattern of each registered query (``runtime.windows``), decides
+window state per stream triple pattern of each registered query (``runtime.windows``; per stream
+for a ``STREAM ?var`` pattern), routes each event to the queries that read its stream, decides
 when a query is evaluated, and turns the signed deltas of ``Γ`` into R2S emissions. How ``Γ`` is
 computed is the evaluator's business (``evaluator.Evaluator``): ``mode="incremental"``
 (``incremental.IncrementalEvaluator``) or ``mode="recompute"`` (``recompute.RecomputeEvaluator``,
@@ -62,6 +63,7 @@ from cqels_endpoint.query.dialects import Dialect
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
+from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.sharing import SharedWindows
@@ -69,7 +71,7 @@ from cqels_endpoint.runtime.streams import Event, Streams, event_triples, to_mil
 from cqels_endpoint.spark import cache_engine as make_cache_engine
 from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.static_store.store import StaticStore
-from cqels_endpoint.terms import IRI
+from cqels_endpoint.terms import IRI, Var
 
 log = logging.getLogger("cqels_endpoint.engine")
 
@@ -403,6 +405,9 @@ class Engine:
         if not patterns and not declared_windows(algebra):
             msg = "a continuous query reads at least one stream (STREAM, FROM STREAM or WINDOW): run it once on the static store"
             raise PlanError(msg)
+        variable = next((st for st in patterns if st.variable is not None), None)
+        if variable is not None:
+            _check_stream_variable(algebra, patterns, variable)
         return algebra, r2s_kind, patterns
 
     def unregister(self, name: str) -> None:
@@ -638,7 +643,7 @@ class Engine:
         self._epoch += 1
         try:
             for query in list(self.queries.values()):
-                if event.stream in query.streams and query.failure is None:
+                if query.failure is None and query.reads(event.stream):
                     started = _time.perf_counter()
                     try:
                         query._on_event(event, self._seqs, self._epoch)
@@ -757,6 +762,22 @@ class Engine:
         if mode is Mode.RECOMPUTE:
             return RecomputeEvaluator(algebra, patterns, self.store, self.dictionary, name=name)
         return IncrementalEvaluator(algebra, patterns, self.store, self.dictionary, self.limits.max_tick_rows)
+
+
+def _check_stream_variable(algebra: n.AlgebraQuery, patterns: list[StreamTriple], st: StreamTriple) -> None:
+    """Refuses what a query reading ``STREAM ?s`` cannot be: the streams it reads are known only
+    as their events come, one window state per stream."""
+    where = f"STREAM ?{st.variable.name}"
+    events = (p for x in walk(algebra.pattern) if isinstance(x, n.Seq) for step in x.steps for p in step.patterns)
+    if any(isinstance(p.stream, Var) for p in events):
+        msg = f"a SEQ step over {where} is not supported: its window keeps each stream apart; name the stream by its IRI"
+        raise PlanError(msg)
+    if directional_windows(algebra, patterns):
+        msg = f"a directional window in a query reading {where} is not supported; name the streams by their IRIs"
+        raise PlanError(msg)
+    if algebra.lateness_ms:
+        msg = f"LATENESS in a query reading {where} is not supported: it would hold back streams not known yet; name the streams by their IRIs"
+        raise PlanError(msg)
 
 
 def _stream_iri(stream: object) -> str:

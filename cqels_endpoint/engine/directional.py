@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.engine.continuous import ContinuousQuery, _routes, declared_windows
+from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
 from cqels_endpoint.engine.evaluator import Evaluator, Row
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.plan.patterns import StreamTriple
@@ -214,12 +214,10 @@ class DirectionalQuery(ContinuousQuery):
         self._received = event.received
         self._close_through(time, seqs)
         self.anchors.note(time)
-        if self._routes is None:
-            self._routes = _routes(self.patterns, self.streams, self.evaluator.dictionary, self._route_constants)
         bound = self.limits.max_window_triples
         statements = self._statements.get(event.stream)
         before = 0 if statements is None else statements.total
-        for pattern_id, ids, index in self._routes[event.stream].route(event.ids):
+        for pattern_id, ids, index in self._route(event):
             window = self._by_id[pattern_id]
             if bound is not None and len(window) >= bound:
                 if not self.limits.sheds:

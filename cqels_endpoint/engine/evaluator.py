@@ -34,11 +34,17 @@ class Evaluator(Protocol):
     # Set by the engine: the lines ``explain`` shows under a static cache (size, version, rebuilds).
     describe_cache: Callable[[Any], list[str]] | None
 
-    def on_insert(self, pattern_id: int, ids: tuple[int, int, int], t: int, seq: int) -> None:
+    def on_insert(self, pattern_id: int, ids: tuple[int, ...], t: int, seq: int) -> None:
         """A stream triple, as the term ids of the engine's dictionary (valid during the call: keep
-        a reference to keep them), enters the window of a stream pattern as copy ``seq``."""
+        a reference to keep them), enters the window of a stream pattern as copy ``seq``; the ids of
+        a ``STREAM ?s`` pattern's triple are followed by its stream's id."""
         ...
     def on_expire(self, pattern_id: int, seq: int) -> None: ...
+    def streams_read(self, pattern_id: int) -> frozenset[str] | None:
+        """The streams (IRIs) the static data lets a ``STREAM ?s`` pattern read, as the next
+        evaluation sees it (``plan.patterns``); None when it reads every stream. The engine routes
+        by it, so it is cheap to ask again while the static data stays."""
+        ...
     def evaluate(self, tau: int, signs: tuple[int, ...] = (1, -1)) -> list[tuple[Row, int]]:
         """Closes the evaluation at ``tau``: the changes of Γ whose sign is in ``signs`` (+1 entered,
         -1 left), decoded, in order. The engine asks only for what its R2S emits (none for

@@ -41,7 +41,7 @@ from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
 from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.path import PathWindow
-from cqels_endpoint.operators.shared.join import WindowBufferBase, WindowCopies
+from cqels_endpoint.operators.shared.join import WindowCopies
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.explain import explain_plan, plan_tree
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
@@ -104,11 +104,21 @@ class IncrementalEvaluator:
         self.built: BuiltPlan = build_operators(
             self.plan, dictionary, self._release_later, query.source, base_iri=query.base, now=lambda: self._tau
         )
-        # Where each stream pattern's copies go: its window buffer, which keeps the set of triples.
+        # Where each stream pattern's copies go: its window buffer (one per stream for STREAM ?s),
+        # which keeps the set of triples.
         self._windows = {
-            pattern_id: buffer if isinstance(buffer, WindowBufferBase) else _PathWindowCopies(buffer, self._release_later)
+            pattern_id: _PathWindowCopies(buffer, self._release_later) if isinstance(buffer, PathWindow) else buffer
             for pattern_id, buffer in self.built.buffers.items()
         }
+        # STREAM ?s leaves restricted by static data: the (cache operator, column of ?s) of each
+        # cache restricting them, and the streams they named when last asked (``streams_read``).
+        operators = self.built.operators
+        self._restrictions = {
+            leaf.pattern_id: [(operators[cache.id], cache.schema.index(leaf.stream_column)) for cache in leaf.restricted_by]
+            for leaf in self.plan.leaves.values()
+            if leaf.restricted_by
+        }
+        self._streams_read: dict[int, tuple[tuple[int, ...], frozenset[str]]] = {}
         self._timed = self.built.timed
         self.sink: Sink = self.built.sink
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
@@ -123,9 +133,9 @@ class IncrementalEvaluator:
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
-    def on_insert(self, pattern_id: int, ids: tuple[int, int, int], t: int, seq: int) -> None:
-        """The triple of term ids ``ids`` (timestamp ``t``) enters the window of stream triple
-        pattern ``pattern_id`` as copy ``seq``.
+    def on_insert(self, pattern_id: int, ids: tuple[int, ...], t: int, seq: int) -> None:
+        """The triple of term ids ``ids`` (timestamp ``t``; for a ``STREAM ?s`` pattern, followed by
+        the id of its stream) enters the window of stream triple pattern ``pattern_id`` as copy ``seq``.
 
         A window is a graph, a *set* of triples (Γ is SPARQL over the windows as named graphs:
         docs/ARCHITECTURE.md, "Windows and time"): a triple already in the window does not enter
@@ -140,6 +150,21 @@ class IncrementalEvaluator:
         else:
             # An event pattern of a SEQ: its events are told apart by their times.
             timed.insert(pattern_id, seq, ids, t)
+
+    def streams_read(self, pattern_id: int) -> frozenset[str] | None:
+        """The streams a ``STREAM ?s`` pattern reads: the IRIs its restricting caches hold as ``?s``
+        (all of them), as the next evaluation sees the caches; None when nothing restricts it."""
+        restriction = self._restrictions.get(pattern_id)
+        if restriction is None:
+            return None
+        version = tuple(operator.replacements for operator, _column in restriction)
+        known = self._streams_read.get(pattern_id)
+        if known is None or known[0] != version:
+            ids = set.intersection(*(operator.released_values(column) for operator, column in restriction))
+            decode = self.dictionary.decode
+            streams = frozenset(term.value for term in map(decode, ids) if isinstance(term, ox.NamedNode))
+            known = self._streams_read[pattern_id] = (version, streams)
+        return known[1]
 
     def on_expire(self, pattern_id: int, seq: int) -> None:
         """The copy inserted as ``seq`` leaves the window of pattern ``pattern_id``."""

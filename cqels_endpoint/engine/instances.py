@@ -64,9 +64,9 @@ class GroupDriver(ContinuousQuery):
             drive()
         return self.evaluations_of_step
 
-    def _evaluate(self, tau: int, tick: object) -> None:
+    def _evaluate(self, tau: int) -> None:
         for st, window in zip(self.patterns, self.windows):
-            for gone in window.expire(tau, tick):
+            for gone in window.expire(tau):
                 self.evaluator.on_expire(st.id, gone)
         self.evaluations_of_step.append((tau, *self.group.evaluate(tau)))
         self.clock = tau
@@ -219,6 +219,10 @@ class InstanceView:
 
     def on_static_change(self) -> None:
         """Nothing to do: the group's caches are rebuilt and installed like a query's."""
+
+    def streams_read(self, pattern_id: int) -> frozenset[str] | None:
+        """The group's: every instance reads what the group's driver reads."""
+        return self.group.evaluator.streams_read(pattern_id)
 
     def explain(self) -> str:
         group = self.group

@@ -2,15 +2,19 @@
 
 At every evaluation ``Γ(τ)`` is what pyoxigraph returns for the query over a store that holds the
 static data plus one named graph per stream triple pattern, ``urn:cqels:window:<query>:<id>``,
-holding exactly the triples of that pattern's window. The store is kept up to date incrementally
-(``on_insert``/``on_expire`` add and remove window triples; a triple pushed twice stays until both
-copies have left), and the static part is copied again after a change event.
+holding exactly the triples of that pattern's window — for a pattern of a ``STREAM ?s`` block one
+per stream it has read, ``urn:cqels:window:<query>:<id>:<stream>``. The store is kept up to date
+incrementally (``on_insert``/``on_expire`` add and remove window triples; a triple pushed twice
+stays until both copies have left), and the static part is copied again after a change event.
 
 The query text is the optimised algebra written by ``algebra.to_sparql``, after two rewrites:
 
 - each stream triple pattern becomes ``GRAPH <its window graph> { triple }`` (a ``StreamPattern`` of
   several triples the join of those, which is what its BGP means with one window per triple), a
   stream path pattern ``GRAPH <its window graph> { s path o }`` over the triples its window holds;
+  a ``STREAM ?s`` pattern ``VALUES (?g ?s) { (<window graph> <stream>) … } GRAPH ?g { triple }``
+  over the window graphs of its streams (``?g`` internal), so the text is written again when a
+  stream is read for the first time;
 - each static ``GRAPH ?g`` gets ``FILTER (?g NOT IN (<window graphs>))``, so that the windows stay
   invisible to the static patterns; with ``FROM``/``FROM NAMED`` the window graphs are added as
   ``FROM NAMED`` so that the query's own dataset is otherwise kept as written.
@@ -18,6 +22,9 @@ The query text is the optimised algebra written by ``algebra.to_sparql``, after 
 A static ``GRAPH ?g`` over a VALUES, a sub-select or a MINUS is written graph by graph over the
 static named graphs (``to_sparql.graph_by_graph``, as the static caches are), so the text is
 written again at each copy of the static data.
+
+The streams a restricted ``STREAM ?s`` reads (``streams_read``) are the ``?s`` of the solutions of
+its restricting static sub-patterns over the static data, asked of pyoxigraph at each copy of it.
 
 A ``FILTER(SEQ(…))`` (an algebra ``Seq``) has no SPARQL form: its event patterns read their window
 graphs like any other, and at each evaluation its rows are computed from the windows' timed triples
@@ -48,7 +55,7 @@ from cqels_endpoint.algebra.rewrite import bottom_up
 from cqels_endpoint.algebra.ties import break_ties
 from cqels_endpoint.algebra.to_sparql import needs_store_graphs, to_sparql
 from cqels_endpoint.algebra.variables import in_scope
-from cqels_endpoint.caches.engines import store_graph_iris
+from cqels_endpoint.caches.engines import static_solutions, store_graph_iris
 from cqels_endpoint.engine.emission import EmittedRows
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.operators.seq import gap_guard_level, guard_levels, join_columns
@@ -76,6 +83,11 @@ def window_graph_iri(query_name: str, pattern_id: int) -> str:
     return f"urn:cqels:window:{quote(query_name, safe='')}:{pattern_id}"
 
 
+def stream_graph_iri(query_name: str, pattern_id: int, stream: str) -> str:
+    """The IRI of the named graph holding the window of ``STREAM ?s`` pattern ``pattern_id`` on ``stream``."""
+    return f"{window_graph_iri(query_name, pattern_id)}:{quote(stream, safe='')}"
+
+
 def row_key(row: Row) -> frozenset:
     """A hashable form of a solution mapping, for bag differences."""
     return frozenset(row.items())
@@ -97,23 +109,21 @@ class RecomputeEvaluator:
         self.name = name
         self.store = ox.Store()
         self.graphs = [ox.NamedNode(window_graph_iri(name, st.id)) for st in patterns]
+        # The window graph of each stream a STREAM ?s pattern has read, by pattern id and stream.
+        self._stream_graphs: dict[int, dict[str, ox.NamedNode]] = {st.id: {} for st in patterns if st.variable is not None}
+        # The restricted ones: the SELECT of each restricting static sub-pattern's ?s, and the
+        # streams they named at the last copy of the static data (``streams_read``).
+        self._restrictions = {st.id: [_restriction(query, static, st.variable) for static in st.restricted_by] for st in patterns if st.restricted_by}
+        self._streams_read: dict[int, frozenset[str]] = {}
         # One named graph per SEQ holding its matches at each evaluation (``_SeqRows``).
-        seq_graphs = [seq_graph_iri(name, i) for i, _ in enumerate(x for x in walk(query.pattern) if isinstance(x, n.Seq))]
-        self._rewritten = _rewrite(query, [g.value for g in self.graphs], seq_graphs)
+        self._seq_graphs = [seq_graph_iri(name, i) for i, _ in enumerate(x for x in walk(query.pattern) if isinstance(x, n.Seq))]
         # The extension functions it calls: one unregistered at an evaluation is an expression error there.
         self._extensions = sorted({
             e.iri.value for e in walk(query) if isinstance(e, ast.FunctionCall) and e.iri.value not in CASTS
         })
-        # Rewritten with the static named graphs at every copy when a GRAPH ?g is spelled graph by graph.
-        self._by_graph = needs_store_graphs(self._rewritten)
         self._store_graphs: tuple | None = None
-        graph_ids = {g.value: i for i, g in enumerate(self.graphs)}
-        self._seqs = [
-            _SeqRows(node, graph_ids, ox.NamedNode(graph))
-            for node, graph in zip((x for x in walk(self._rewritten.pattern) if isinstance(x, n.Seq)), seq_graphs)
-        ]
-        self.sparql = self._text({})
-        self._window_triples: list[dict[int, ox.Triple]] = [{} for _ in patterns]
+        self._write()
+        self._window_triples: list[dict[int, ox.Quad]] = [{} for _ in patterns]
         self._copies: list[Counter] = [Counter() for _ in patterns]
         # The timed triples of each window, as the SEQ operator keeps them: (triple, t) → [arrival, copies].
         self._times: list[dict[int, int]] = [{} for _ in patterns]
@@ -127,29 +137,75 @@ class RecomputeEvaluator:
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
-    def on_insert(self, pattern_id: int, ids: tuple[int, int, int], t: int, seq: int) -> None:
-        triple = ox.Triple(*self.dictionary.decode_row(ids))
-        self._window_triples[pattern_id][seq] = triple
+    def on_insert(self, pattern_id: int, ids: tuple[int, ...], t: int, seq: int) -> None:
+        terms = self.dictionary.decode_row(ids)
+        graph = self.graphs[pattern_id] if len(terms) == 3 else self._stream_graph(pattern_id, terms[3].value)
+        quad = ox.Quad(*terms[:3], graph)
+        self._window_triples[pattern_id][seq] = quad
         copies = self._copies[pattern_id]
-        copies[triple] += 1
-        if copies[triple] == 1:
-            self.store.add(ox.Quad(triple.subject, triple.predicate, triple.object, self.graphs[pattern_id]))
+        copies[quad] += 1
+        if copies[quad] == 1:
+            self.store.add(quad)
         self._times[pattern_id][seq] = t
-        timed = self._timed[pattern_id].setdefault((triple, t), [next(self._arrivals), 0])
+        timed = self._timed[pattern_id].setdefault((quad.triple, t), [next(self._arrivals), 0])
         timed[1] += 1
 
     def on_expire(self, pattern_id: int, seq: int) -> None:
-        triple = self._window_triples[pattern_id].pop(seq)
-        key = (triple, self._times[pattern_id].pop(seq))
+        quad = self._window_triples[pattern_id].pop(seq)
+        key = (quad.triple, self._times[pattern_id].pop(seq))
         timed = self._timed[pattern_id]
         timed[key][1] -= 1
         if not timed[key][1]:
             del timed[key]
         copies = self._copies[pattern_id]
-        copies[triple] -= 1
-        if copies[triple] == 0:
-            del copies[triple]
-            self.store.remove(ox.Quad(triple.subject, triple.predicate, triple.object, self.graphs[pattern_id]))
+        copies[quad] -= 1
+        if copies[quad] == 0:
+            del copies[quad]
+            self.store.remove(quad)
+
+    def _stream_graph(self, pattern_id: int, stream: str) -> ox.NamedNode:
+        """The window graph of ``STREAM ?s`` pattern ``pattern_id`` on ``stream``; the first time,
+        the query text is written again to read it."""
+        graphs = self._stream_graphs[pattern_id]
+        graph = graphs.get(stream)
+        if graph is None:
+            graph = graphs[stream] = ox.NamedNode(stream_graph_iri(self.name, pattern_id, stream))
+            self._write()
+        return graph
+
+    def _write(self) -> None:
+        """The rewritten query (module docstring) over the window graphs known now, and its text."""
+        stream_graphs = {pid: [(graph.value, stream) for stream, graph in graphs.items()] for pid, graphs in self._stream_graphs.items()}
+        self._rewritten = _rewrite(self.query, [g.value for g in self.graphs], self._seq_graphs, stream_graphs)
+        # Rewritten with the static named graphs at every copy when a GRAPH ?g is spelled graph by graph.
+        self._by_graph = needs_store_graphs(self._rewritten)
+        graph_ids = {g.value: i for i, g in enumerate(self.graphs)}
+        self._seqs = [
+            _SeqRows(node, graph_ids, ox.NamedNode(graph))
+            for node, graph in zip((x for x in walk(self._rewritten.pattern) if isinstance(x, n.Seq)), self._seq_graphs)
+        ]
+        self.sparql = self._text({})
+
+    def _window_graphs(self) -> set[ox.NamedNode]:
+        """Every window graph: each pattern's, and each stream's of a ``STREAM ?s`` pattern."""
+        return {*self.graphs, *(graph for graphs in self._stream_graphs.values() for graph in graphs.values())}
+
+    def streams_read(self, pattern_id: int) -> frozenset[str] | None:
+        selects = self._restrictions.get(pattern_id)
+        if selects is None:
+            return None
+        if self._static_dirty:
+            self._copy_static()
+        streams = self._streams_read.get(pattern_id)
+        if streams is None:
+            streams = self._streams_read[pattern_id] = frozenset.intersection(*(self._streams(select) for select in selects))
+        return streams
+
+    def _streams(self, select: n.AlgebraQuery) -> frozenset[str]:
+        """The stream IRIs that ``select`` (a SELECT of one variable) gives over the static data."""
+        store_graphs = store_graph_iris(self.static) if needs_store_graphs(select) else None
+        solutions = static_solutions(self.static, to_sparql(select, store_graphs=store_graphs))
+        return frozenset(term.value for solution in solutions if isinstance(term := solution[0], ox.NamedNode))
 
     def on_static_change(self) -> None:
         # Re-read at the next evaluation: a change alone emits nothing (docs/ARCHITECTURE.md, "Static data and caches").
@@ -210,7 +266,7 @@ class RecomputeEvaluator:
         one child per window graph."""
         windows = [
             {
-                "id": f"W{st.id}", "what": f"window {st.id} <{graph.value}> on <{st.stream.value}>", "line": None,
+                "id": f"W{st.id}", "what": self._window_text(st, graph), "line": None,
                 "counters": {"triples": len(self._window_triples[st.id])}, "details": [], "children": [],
             }
             for st, graph in zip(self.patterns, self.graphs)
@@ -220,6 +276,13 @@ class RecomputeEvaluator:
             "counters": {"evaluations": self.evaluations, "Γ rows": len(self._rows)}, "details": [f"query: {self.sparql}"],
             "children": windows,
         }
+
+    def _window_text(self, st: StreamTriple, graph: ox.NamedNode) -> str:
+        if st.variable is None:
+            return f"window {st.id} <{graph.value}> on <{st.stream.value}>"
+        streams = len(self._stream_graphs[st.id])
+        reads = "the streams its static data names" if st.restricted_by else "every stream"
+        return f"window {st.id} <{graph.value}:…> on ?{st.variable.name} ({reads}; {streams} read so far)"
 
     # Re-evaluation reads the static data itself: no caches for the engine to build or describe.
     caches: tuple = ()
@@ -234,7 +297,7 @@ class RecomputeEvaluator:
     # ------------------------------------------------------------------ static data
 
     def _copy_static(self) -> None:
-        windows = set(self.graphs)
+        windows = self._window_graphs()
         for graph in list(self.store.named_graphs()):
             if graph not in windows:
                 self.store.remove_graph(graph)
@@ -242,6 +305,7 @@ class RecomputeEvaluator:
         if self.static is not None:
             self.store.extend(iter(self.static))
         self._static_dirty = False
+        self._streams_read = {}
         if self._by_graph:
             graphs = store_graph_iris(self.static)
             windows = {g.value for g in self.graphs}
@@ -478,16 +542,21 @@ def _column(var: Var) -> str:
     return f"urn:cqels:column:{quote(var.name, safe='')}"
 
 
-def _rewrite(query: n.AlgebraQuery, graphs: list[str], seq_graphs: Sequence[str] = ()) -> n.AlgebraQuery:
+def _rewrite(
+    query: n.AlgebraQuery, graphs: list[str], seq_graphs: Sequence[str] = (), stream_graphs: dict[int, list[tuple[str, str]]] | None = None
+) -> n.AlgebraQuery:
     """The query over the recompute store (see the module docstring); CONSTRUCT becomes SELECT.
-    ``seq_graphs``: the graphs holding the matches of its SEQs, hidden like the window graphs."""
+    ``seq_graphs``: the graphs holding the matches of its SEQs, hidden like the window graphs;
+    ``stream_graphs``: the ``(window graph, stream)`` of each ``STREAM ?s`` pattern, by id."""
+    stream_graphs = stream_graphs or {}
     if query.form not in (QueryForm.SELECT, QueryForm.CONSTRUCT, QueryForm.ASK):
         msg = f"a continuous query is a SELECT, a CONSTRUCT or an ASK, not {query.form}"
         raise PlanError(msg)
     if query.form is QueryForm.CONSTRUCT:
         # Projected before the windows are mapped: the tie-break follows the query's own scope order.
         query = replace(query, form=QueryForm.SELECT, template=(), pattern=_project_in_scope(query.pattern))
-    window_iris = tuple(IRI(g) for g in (*graphs, *seq_graphs))
+    read = tuple(graph for found in stream_graphs.values() for graph, _stream in found)
+    window_iris = tuple(IRI(g) for g in (*graphs, *read, *seq_graphs))
     if window_iris:
         hide = n.Graph  # static GRAPH ?g nodes, which must not range over the window graphs
 
@@ -497,11 +566,25 @@ def _rewrite(query: n.AlgebraQuery, graphs: list[str], seq_graphs: Sequence[str]
             return node
 
         query = replace(query, pattern=bottom_up(query.pattern, hide_windows))
-    query = map_stream_triples(query, lambda st: n.Graph(IRI(graphs[st.id]), st.pattern))
+    def window(st: StreamTriple) -> n.Pattern:
+        if st.variable is None:
+            return n.Graph(IRI(graphs[st.id]), st.pattern)
+        # GRAPH ?g over the windows of its streams, ?g paired with the stream, the value of ?s.
+        graph = Var(f".window{st.id}")
+        rows = tuple((IRI(g), IRI(stream)) for g, stream in stream_graphs.get(st.id, ()))
+        return n.Join((n.Table((graph, st.variable), rows), n.Graph(graph, st.pattern)))
+
+    query = map_stream_triples(query, window)
     if any(isinstance(d, ast.DatasetClause) for d in query.datasets):
         query = replace(query, datasets=query.datasets + tuple(ast.DatasetClause(iri, named=True) for iri in window_iris))
     # Ties of ORDER BY and LIMIT broken as the incremental operators break them (algebra.ties).
     return replace(query, pattern=break_ties(query.pattern))
+
+
+def _restriction(query: n.AlgebraQuery, static: n.StaticPattern, var: Var) -> n.AlgebraQuery:
+    """The SELECT of the values of ``var`` in the solutions of ``static`` over the query's static dataset."""
+    datasets = tuple(d for d in query.datasets if isinstance(d, ast.DatasetClause))
+    return n.AlgebraQuery(QueryForm.SELECT, n.Distinct(n.Project((var,), static.pattern)), datasets=datasets, base=query.base)
 
 
 def _project_in_scope(pattern: n.Pattern) -> n.Pattern:

@@ -166,7 +166,7 @@ def reset_clock(name: str) -> Response:
         return not_found(str(error))
     [stats] = engine.stream_stats(stream)
     # A query's time never goes backwards: the queries reading the stream keep theirs (docstring).
-    readers = [{"name": q.name, "clock": q.clock} for q in list(engine.queries.values()) if stream in q.streams]
+    readers = [{"name": q.name, "clock": q.clock} for q in list(engine.queries.values()) if q.reads(stream)]
     return jsonify({**_listed(stats), "released": released, "queries": readers})
 
 

@@ -33,6 +33,7 @@ from cqels_endpoint.operators.path import PathWindow
 from cqels_endpoint.operators.seq import SeqInput, SeqMatch
 from cqels_endpoint.operators.shared.schemas import union_schema
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheSource
+from cqels_endpoint.operators.stream_variable import StreamWindows
 from cqels_endpoint.plan import nodes as p
 from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import compile_filter
@@ -45,7 +46,7 @@ class BuiltPlan:
     those patterns' triples go to them with their times, not to a window buffer)."""
 
     operators: dict[str, Operator]
-    buffers: dict[int, WindowBuffer | PathWindow]
+    buffers: dict[int, WindowBuffer | PathWindow | StreamWindows]
     caches: list[tuple[p.StaticCache, StaticCacheSource]]
     sink: Sink
     timed: dict[int, SeqMatch] = field(default_factory=dict)
@@ -86,6 +87,13 @@ def build_operators(
             case p.StreamLeaf() if node.is_path:
                 operator = PathWindow(
                     node.positions, node.triple, dictionary, label(node, "path window", source), on_release=on_release
+                )
+                built.buffers[node.pattern_id] = operator
+            case p.StreamLeaf() if node.stream_column is not None:
+                name = label(node, "stream windows", source)
+                operator = StreamWindows(
+                    node.positions, node.stream_column,
+                    lambda positions: WindowBuffer(positions, name, on_release=on_release), name, on_release=on_release,
                 )
                 built.buffers[node.pattern_id] = operator
             case p.StreamLeaf():

@@ -13,6 +13,7 @@ columns, so stream rows probe the cache by index.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -135,6 +136,16 @@ class StaticCache(Source):
         self._next_leaf -= 1
         self._pending.append(Delta(row, 1, (leaf,)))
         return leaf
+
+    def released_values(self, column: int) -> set[int]:
+        """The ids in ``column`` of the cached mappings the next evaluation sees: without the part
+        of a change staged so far. They change only with ``replacements``."""
+        counts: Counter = Counter()
+        for row, leaf_ids in self._ids_of_row.items():
+            counts[row[column]] += len(leaf_ids)
+        for row, sign, _lineage in self._staged:
+            counts[row[column]] -= sign
+        return {value for value, count in counts.items() if count > 0 and value is not None}
 
     def rows(self) -> list[tuple]:
         """The cached mappings (a bag, as a list), with the part of a change staged so far."""

@@ -29,8 +29,10 @@ top-k, ties broken as ``algebra.ties`` says) and a top-level ``ORDER BY`` an ``O
 is dropped. A nested SELECT is an operand like any other: joined, unioned, negated; one without
 streams is a static cache.
 
-The constructs without an incremental operator (SERVICE or a variable GRAPH around a stream
-pattern, a variable stream name, EXISTS in an ORDER BY, a GROUP BY key, an aggregate or an
+A ``STREAM ?s`` block's leaves have the stream's IRI as a column (``StreamLeaf.restricted_by``:
+the caches whose ``?s`` values the engine routes it by). The constructs without an incremental
+operator (SERVICE or a variable GRAPH around a stream pattern, a property path over ``STREAM ?s``,
+EXISTS in an ORDER BY, a GROUP BY key, an aggregate or an
 OPTIONAL's filter, NOW()…) raise ``PlanError`` naming the construct and its query line;
 ``mode="recompute"`` evaluates them.
 """
@@ -70,7 +72,7 @@ from cqels_endpoint.plan.nodes import (
     UnionNode,
     shared_columns,
 )
-from cqels_endpoint.plan.patterns import StreamTriple
+from cqels_endpoint.plan.patterns import StreamTriple, stream_triples
 from cqels_endpoint.query.ast import BuiltinCall
 from cqels_endpoint.query.kinds import QueryForm
 from cqels_endpoint.query.visit import children, walk
@@ -132,6 +134,8 @@ class _Compiler:
     counts: dict[str, int] = field(default_factory=dict)
     certain: dict[int, frozenset[str]] = field(default_factory=dict)
     order: OrderNode | None = None
+    # The cache compiled from each StaticPattern of the algebra, by id: those restricting a STREAM ?s.
+    cache_of: dict[int, StaticCache] = field(default_factory=dict)
     # The variables of the left sides of the (NOT) EXISTS around the one being compiled: a nested
     # (NOT) EXISTS may not read them (``_exists_side``).
     enclosing: frozenset[str] = frozenset()
@@ -154,6 +158,7 @@ class _Compiler:
             pattern = n.Distinct(n.Project((), pattern, span=pattern.span), span=pattern.span)
         root = self._solutions(pattern, None, top=True)
         self._check_patterns(patterns)
+        self._restrict(stream_triples(query) if patterns is None else patterns)
         return PhysicalPlan(
             query.form, root, dict(sorted(self.leaves.items())), tuple(self.caches), query.template, self.order
         )
@@ -169,6 +174,18 @@ class _Compiler:
             if theirs.triple != leaf.triple or theirs.stream != leaf.stream:
                 msg = f"stream triple pattern {pattern_id} of the engine is not leaf {leaf.id} of the plan"
                 raise PlanError(msg)
+
+    def _restrict(self, patterns: Sequence[StreamTriple]) -> None:
+        """Each ``STREAM ?s`` leaf gets the caches of the static sub-patterns restricting it
+        (``plan.patterns``): the engine routes it the streams they name."""
+        for st in patterns:
+            if not st.restricted_by:
+                continue
+            leaf = self.leaves[st.id]
+            leaf.restricted_by = tuple(self.cache_of[id(static)] for static in st.restricted_by)
+            if any(cache.instances for cache in leaf.restricted_by):
+                # The instances would read the streams of them all, at every one of their events.
+                raise _not_shared(self.query, f"STREAM ?{st.variable.name}", st.source)
 
     # ------------------------------------------------------------------ solution modifiers
 
@@ -525,16 +542,20 @@ class _Compiler:
                 )
 
     def _stream_leaves(self, pattern: n.StreamPattern) -> list[StreamLeaf]:
-        if isinstance(pattern.stream, Var):
-            raise unsupported(self.query, f"a stream named by the variable {pattern.stream}", pattern)
+        # STREAM ?s: the stream's IRI is a column of its own, after the triple's.
+        stream_column = pattern.stream.name if isinstance(pattern.stream, Var) else None
         leaves = []
         for triple in pattern.triples:
+            if stream_column is not None and not isinstance(triple.predicate, (IRI, Var)):
+                raise unsupported(self.query, f"a property path over STREAM ?{stream_column}", triple)
             # A path's predicate position is None: its operator matches the path, not one term.
             positions = tuple(
                 column(term) if isinstance(term, (Var, BlankNode)) else None
                 for term in (triple.subject, triple.predicate, triple.object)
             )
-            columns = tuple(dict.fromkeys(name for name in positions if name is not None))
+            columns = tuple(dict.fromkeys(name for name in positions if name is not None and name != stream_column))
+            if stream_column is not None:
+                columns += (stream_column,)
             pattern_id = len(self.leaves)
             leaf = StreamLeaf(
                 f"S{pattern_id + 1}",
@@ -576,6 +597,7 @@ class _Compiler:
             cache = StaticCache(self._id("C"), schema, pattern.span, pattern=table, instances=True)
             self.certain[id(cache)] = frozenset(schema)  # every parameter of an instance is bound
             self.caches.append(cache)
+            self.cache_of[id(pattern)] = cache
             return cache
         if any(isinstance(x, n.InstanceTable) for x in walk(pattern.pattern)):
             raise _not_shared(self.query, "a pattern mixing the parameters with static data or filters", pattern)
@@ -595,6 +617,7 @@ class _Compiler:
         cache.sparql = cache_sparql(self.query, cache)
         self.certain[id(cache)] = frozenset(v.name for v in certainly_bound(inner)) & frozenset(schema)
         self.caches.append(cache)
+        self.cache_of[id(pattern)] = cache
         return cache
 
     def _join(self, inputs: list[PlanNode], pattern: n.Pattern) -> MultiwayJoin:

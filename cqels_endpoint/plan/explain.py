@@ -152,6 +152,11 @@ def _what(node: PlanNode) -> str:
         case StreamLeaf(stream=stream, window=window, triple=triple) if node.is_path:
             where = f"{write_term(stream)} {format_window(window)} {{ {_triple(triple)} }}"
             return f"path window {where}, the path re-evaluated over the window at each tick that changed it"
+        case StreamLeaf(stream=stream, window=window, triple=triple, restricted_by=restricted_by) if node.stream_column:
+            # STREAM ?s: one window buffer per stream, ?s its IRI; the streams it reads.
+            reads = f"the streams {' and '.join(c.id for c in restricted_by)} name" if restricted_by else "every stream"
+            where = f"{write_term(stream)} {format_window(window)} {{ {_triple(triple)} }}"
+            return f"stream windows {where}: a window buffer per stream, {write_term(stream)} its IRI, reading {reads}"
         case StreamLeaf(stream=stream, window=window, triple=triple):
             return f"window buffer {write_term(stream)} {format_window(window)} {{ {_triple(triple)} }}"
         case StaticCache(instances=True):

@@ -68,6 +68,9 @@ class StreamLeaf(PlanNode):
     ``pattern_id`` is the id of the pattern in ``plan.patterns.stream_triples`` order.
     ``positions`` names the column bound at subject, predicate and object (None for a constant,
     which the engine already matched); a column named twice (``?x :p ?x``) must get equal terms.
+    With ``stream`` a variable (``STREAM ?s``) the last column is the stream's IRI (a triple
+    position naming it too must hold it), and ``restricted_by`` lists the caches whose values of it
+    are the streams the engine routes to the pattern (none: every stream).
     When the predicate of ``triple`` is a property path (``is_path``) the leaf is a path window
     (``operators/path.py``): it evaluates the path over its window's triples, and matches the
     constants at its ends itself.
@@ -78,6 +81,12 @@ class StreamLeaf(PlanNode):
     window: WindowConfig | None = None
     triple: ast.TriplePattern | None = None
     positions: tuple[str | None, str | None, str | None] = (None, None, None)
+    restricted_by: tuple[StaticCache, ...] = ()
+
+    @property
+    def stream_column(self) -> str | None:
+        """The column of the stream's IRI (``STREAM ?s``), None for a stream named by its IRI."""
+        return self.stream.name if isinstance(self.stream, Var) else None
 
     @property
     def is_path(self) -> bool:

@@ -17,6 +17,12 @@ engine names them by that number:
 - a stream triple enters a pattern's window when it has one of its ``predicates``, its
   ``constants`` and equal terms at its ``repeats`` (the engine routes triples by those, on term
   ids: ``runtime.routing``);
+- a stream block named by a variable (``STREAM ?s [w] { … }``) reads every stream, ``?s`` bound to
+  the stream each triple came from, unless static data restricts it: when a static sub-pattern
+  (a cache) that binds ``?s`` in each of its solutions is joined with the block — an operand of a
+  join around it, through filters, BINDs, UNION branches, the left side of OPTIONAL and MINUS and
+  projections keeping ``?s`` — a triple of a stream it does not name can take part in no solution,
+  and the pattern reads only the streams it names (``restricted_by``; the engine routes by them);
 - ``map_stream_triples`` rebuilds an algebra replacing each stream triple pattern by a pattern of the
   caller's choice, visiting them in exactly that order (the recompute evaluator uses it to read each
   triple pattern from the named graph holding its window).
@@ -32,9 +38,9 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.rewrite import map_children
-from cqels_endpoint.errors import PlanError
+from cqels_endpoint.algebra.variables import certainly_bound
 from cqels_endpoint.query import ast
-from cqels_endpoint.query.visit import walk
+from cqels_endpoint.query.visit import children, walk
 from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI, BlankNode, Var
@@ -45,15 +51,23 @@ class StreamTriple:
     """One triple pattern of one stream block, with the window that applies to it.
 
     ``id`` is its index in ``stream_triples(query)``; ``source`` the ``StreamPattern`` it comes from.
-    The predicate of ``triple`` is a variable, an IRI or a property path (``is_path``).
+    The predicate of ``triple`` is a variable, an IRI or a property path (``is_path``). ``stream``
+    is a variable for ``STREAM ?s``: ``restricted_by`` then holds the static sub-patterns that name
+    the streams it reads (none: every stream; module docstring).
     """
 
     id: int
-    stream: IRI
+    stream: IRI | Var
     window: WindowConfig
     triple: ast.TriplePattern
     window_name: IRI | None = None
     source: n.StreamPattern | None = None
+    restricted_by: tuple[n.StaticPattern, ...] = ()
+
+    @property
+    def variable(self) -> Var | None:
+        """The variable naming the stream (``STREAM ?s``), None for a stream named by its IRI."""
+        return self.stream if isinstance(self.stream, Var) else None
 
     @property
     def is_path(self) -> bool:
@@ -108,22 +122,61 @@ class StreamTriple:
 def stream_triples(query: n.AlgebraQuery | n.Pattern) -> list[StreamTriple]:
     """The stream triple patterns of ``query`` (an ``AlgebraQuery`` or a bare pattern), id = index."""
     pattern = query.pattern if isinstance(query, n.AlgebraQuery) else query
+    restrictions = _restrictions(pattern)
     found: list[StreamTriple] = []
     for node in walk(pattern):
         if isinstance(node, n.StreamPattern):
-            found.extend(_split(node, len(found)))
+            found.extend(_split(node, len(found), restrictions.get(id(node), ())))
     return found
 
 
-def _split(pattern: n.StreamPattern, first_id: int) -> list[StreamTriple]:
-    if not isinstance(pattern.stream, IRI):
-        # STREAM ?s would have to range over streams that may not exist yet; nothing defines that.
-        msg = f"STREAM {pattern.stream} with a variable stream name is not supported: name the stream by its IRI"
-        raise PlanError(msg)
+def _split(pattern: n.StreamPattern, first_id: int, restricted_by: tuple[n.StaticPattern, ...] = ()) -> list[StreamTriple]:
     return [
-        StreamTriple(first_id + i, pattern.stream, pattern.window, triple, pattern.window_name, pattern)
+        StreamTriple(first_id + i, pattern.stream, pattern.window, triple, pattern.window_name, pattern, restricted_by)
         for i, triple in enumerate(pattern.triples)
     ]
+
+
+def _restrictions(pattern: n.Pattern) -> dict[int, tuple[n.StaticPattern, ...]]:
+    """For each ``STREAM ?s`` block (by ``id``) restricted wherever it occurs, the static caches
+    restricting it (module docstring)."""
+    places: dict[int, list[tuple[n.StaticPattern, ...]]] = {}
+
+    def visit(node: object, around: dict[Var, tuple[n.StaticPattern, ...]]) -> None:
+        # ``around``: per variable, the caches a row binding it must match further up.
+        if isinstance(node, n.StreamPattern) and isinstance(node.stream, Var):
+            places.setdefault(id(node), []).append(around.get(node.stream, ()))
+            return
+        for child in children(node):
+            visit(child, _passed(node, child, around))
+
+    visit(pattern, {})
+    return {key: tuple(dict.fromkeys(c for found in seen for c in found)) for key, seen in places.items() if all(seen)}
+
+
+def _passed(node: object, child: object, around: dict[Var, tuple[n.StaticPattern, ...]]) -> dict:
+    """What ``around`` becomes below ``node`` for its ``child``: kept where each row of the child
+    reaches the join around unchanged, else nothing (a group, a slice, OPTIONAL's right side, an
+    EXISTS: a row that cannot join there still changes the result)."""
+    match node:
+        case n.Join(operands):
+            own = dict(around)
+            for other in operands:
+                if other is not child and isinstance(other, n.StaticPattern):
+                    for var in certainly_bound(other):
+                        own[var] = (*own.get(var, ()), other)
+            return own
+        case n.Filter(input=inner) | n.Extend(input=inner) | n.Distinct(inner) | n.Reduced(inner) | n.OrderBy(input=inner):
+            return around if child is inner else {}
+        case n.Union():
+            return around
+        case n.LeftJoin(left=left) | n.Minus(left=left):
+            return around if child is left else {}
+        case n.Project(variables, inner):
+            return {var: found for var, found in around.items() if var in variables} if child is inner else {}
+        case n.Graph(name, inner):
+            return around if child is inner and isinstance(name, IRI) else {}
+    return {}
 
 
 def map_stream_triples(query: n.AlgebraQuery, replace: Callable[[StreamTriple], n.Pattern]) -> n.AlgebraQuery:

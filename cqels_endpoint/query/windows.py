@@ -27,7 +27,7 @@ class RangeWindow:
 
 @dataclass(frozen=True)
 class NowWindow:
-    """``NOW``: the triples of the current tick only."""
+    """``NOW``: the triples of the current instant (``t = τ``)."""
 
 
 @dataclass(frozen=True)

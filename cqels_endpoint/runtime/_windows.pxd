@@ -13,9 +13,8 @@ cdef struct Entry:
 cdef class WindowState:
     cdef cdeque[Entry] _entries  # oldest first
 
-    cdef void _append(self, int64_t t, int64_t seq, object tick)
+    cdef void _append(self, int64_t t, int64_t seq)
     cdef list _pop_before(self, int64_t bound, bint inclusive)
-    cdef void _pop_front(self)
 
 
 cdef class EagerRangeState(WindowState):
@@ -28,7 +27,7 @@ cdef class PeriodicRangeState(WindowState):
 
 
 cdef class NowState(WindowState):
-    cdef object _ticks  # the tick of each entry, in step with the entries
+    pass
 
 
 cdef class AllState(WindowState):

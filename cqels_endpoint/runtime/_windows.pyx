@@ -1,10 +1,7 @@
 # distutils: language = c++
 """Compiled window states: the twins of ``windows.py``'s (same admissions, same expiries, same
-order), each window's ``(t, seq)`` entries in a C++ deque of int64 pairs, 16 bytes a triple. Only
-``NOW`` keeps the tick of each entry, a Python object, beside them (its window holds one event),
-and a stream-wide count window the ordinal of each entry's statement in the stream."""
-
-from collections import deque
+order), each window's ``(t, seq)`` entries in a C++ deque of int64 pairs, 16 bytes a triple; a
+stream-wide count window keeps the ordinal of each entry's statement in the stream beside them."""
 
 from libc.stdint cimport int64_t
 
@@ -15,14 +12,14 @@ cdef class WindowState:
     def admits(self, int64_t t, int64_t tau):
         return True
 
-    def insert(self, int64_t t, int64_t seq, tick=None, int64_t index=0):
-        self._append(t, seq, tick)
+    def insert(self, int64_t t, int64_t seq, int64_t index=0):
+        self._append(t, seq)
         return []
 
-    def expire(self, int64_t tau, tick=None):
+    def expire(self, int64_t tau):
         return []
 
-    cdef void _append(self, int64_t t, int64_t seq, object tick):
+    cdef void _append(self, int64_t t, int64_t seq):
         cdef Entry entry
         entry.t = t
         entry.seq = seq
@@ -35,11 +32,8 @@ cdef class WindowState:
             self._entries.front().t < bound or (inclusive and self._entries.front().t == bound)
         ):
             gone.append(self._entries.front().seq)
-            self._pop_front()
+            self._entries.pop_front()
         return gone
-
-    cdef void _pop_front(self):
-        self._entries.pop_front()
 
     def contents(self):
         """The sequence numbers in the window, oldest first."""
@@ -62,7 +56,7 @@ cdef class EagerRangeState(WindowState):
     def admits(self, int64_t t, int64_t tau):
         return t > tau - self.range_ms
 
-    def expire(self, int64_t tau, tick=None):
+    def expire(self, int64_t tau):
         return self._pop_before(tau - self.range_ms, True)
 
 
@@ -76,30 +70,18 @@ cdef class PeriodicRangeState(WindowState):
     def admits(self, int64_t t, int64_t tau):
         return t >= tau - self.range_ms
 
-    def expire(self, int64_t tau, tick=None):
+    def expire(self, int64_t tau):
         return self._pop_before(tau - self.range_ms, False)
 
 
 cdef class NowState(WindowState):
-    """``NOW``: the triples of the event being processed only."""
+    """``NOW``: the triples at the current instant, ``t' = τ``."""
 
-    def __init__(self):
-        self._ticks = deque()
+    def admits(self, int64_t t, int64_t tau):
+        return t >= tau
 
-    cdef void _append(self, int64_t t, int64_t seq, object tick):
-        WindowState._append(self, t, seq, tick)
-        self._ticks.append(tick)
-
-    cdef void _pop_front(self):
-        WindowState._pop_front(self)
-        self._ticks.popleft()
-
-    def expire(self, int64_t tau, tick=None):
-        cdef list gone = []
-        while not self._entries.empty() and (tick is None or self._ticks[0] != tick):
-            gone.append(self._entries.front().seq)
-            self._pop_front()
-        return gone
+    def expire(self, int64_t tau):
+        return self._pop_before(tau, False)
 
 
 cdef class AllState(WindowState):
@@ -112,12 +94,12 @@ cdef class TriplesState(WindowState):
     def __init__(self, int64_t count):
         self.count = count
 
-    def insert(self, int64_t t, int64_t seq, tick=None, int64_t index=0):
-        self._append(t, seq, tick)
+    def insert(self, int64_t t, int64_t seq, int64_t index=0):
+        self._append(t, seq)
         cdef list gone = []
         while <int64_t>self._entries.size() > self.count:
             gone.append(self._entries.front().seq)
-            self._pop_front()
+            self._entries.pop_front()
         return gone
 
 
@@ -138,17 +120,14 @@ cdef class StreamTriplesState(WindowState):
         cdef list gone = []
         while not self._ordinals.empty() and self._ordinals.front() < first:
             gone.append(self._entries.front().seq)
-            self._pop_front()
+            self._entries.pop_front()
+            self._ordinals.pop_front()
         return gone
 
-    def insert(self, int64_t t, int64_t seq, tick=None, int64_t index=0):
+    def insert(self, int64_t t, int64_t seq, int64_t index=0):
         cdef int64_t ordinal = self._start + index
         if ordinal < self.seen - self.count:
             return [seq]
-        self._append(t, seq, tick)
+        self._append(t, seq)
         self._ordinals.push_back(ordinal)
         return []
-
-    cdef void _pop_front(self):
-        WindowState._pop_front(self)
-        self._ordinals.pop_front()

@@ -1,6 +1,9 @@
 """Window states shared by queries that would keep identical ones (instances of one stored template).
 
-A ``WindowState`` holds ``(t, seq, tick)`` per triple of one stream triple pattern. Two registered
+A ``WindowState`` holds ``(t, seq)`` per triple of one stream triple pattern and stream: a pattern
+read from a variable stream (``STREAM ?s``) keeps one state per stream it has read, made at that
+stream's first triple, since each stream's window is a graph of its own (a ``[TRIPLES n]`` keeps
+the last ``n`` triples of each stream, a time window each stream's triples in time order). Two registered
 queries keep *identical* window states for a pattern when they read the same streams through the
 same stream triple patterns and windows (so every event and every close reaches both, at the same
 evaluation times: their clocks and close schedules are the same function of the events) and were
@@ -17,6 +20,9 @@ event, advance and close to every query in turn, and identical queries make iden
 the first reader to make a call — the *leader* — applies it to the one state and logs its result,
 and the other readers replay that result instead of applying it again (``CallLog``).
 
+A ``STREAM ?s`` pattern that static data restricts reads the streams its caches name, which each
+query learns when its own caches change: its window states are never shared.
+
 A bound on the triples of a window state (``Limits.max_window_triples``) is applied in ``offer``:
 a triple arriving at a full state is shed (not inserted, counted by each reader in ``shed``) or
 raises ``LimitExceeded``, as the limits say.
@@ -30,6 +36,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from cqels_endpoint.plan.patterns import StreamTriple
+from cqels_endpoint.query.windows import WindowConfig
 from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.windows import WindowState, build_window
 
@@ -37,7 +44,7 @@ from cqels_endpoint.runtime.windows import WindowState, build_window
 def signature(patterns: Sequence[StreamTriple]) -> tuple:
     """What makes two queries drive their windows identically: every stream pattern's stream,
     window and triple pattern, in id order (AST equality ignores source positions)."""
-    return tuple((st.stream.value, st.window, st.triple) for st in patterns)
+    return tuple((st.stream, st.window, st.triple) for st in patterns)
 
 
 @dataclass(eq=False)
@@ -107,18 +114,42 @@ class CallLog:
 
 @dataclass(eq=False)
 class SharedWindow:
-    """One window state and the log of calls its followers have not replayed yet."""
+    """The window state of each stream a pattern reads (one, unless it is a ``STREAM ?s``), and the
+    log of calls its followers have not replayed yet."""
 
     key: Hashable
-    state: WindowState
+    config: WindowConfig
+    per_stream: bool = False  # a STREAM ?s pattern's: a state per stream it reads
+    states: dict[str, WindowState] = field(default_factory=dict)  # by stream, in the order first read
     calls: CallLog = field(init=False)
 
     def __post_init__(self) -> None:
         self.calls = CallLog(self.key)
+        self.state_name = type(build_window(self.config)).__name__
 
     @property
     def readers(self) -> int:
         return self.calls.readers
+
+    def state(self, stream: str) -> WindowState:
+        state = self.states.get(stream)
+        if state is None:
+            state = self.states[stream] = build_window(self.config)
+        return state
+
+    def expire(self, tau: int) -> tuple[int, ...]:
+        """``WindowState.expire`` of every stream's state, stream by stream. A ``STREAM ?s``
+        pattern's state left empty goes (an empty state remembers nothing), so the work stays that
+        of the streams in the window, not of every stream ever read."""
+        gone: list[int] = []
+        for stream, state in list(self.states.items()):
+            gone.extend(state.expire(tau))
+            if self.per_stream and not len(state):
+                del self.states[stream]
+        return tuple(gone)
+
+    def __len__(self) -> int:
+        return sum(len(state) for state in self.states.values())
 
 
 class WindowReader:
@@ -132,50 +163,54 @@ class WindowReader:
         self._closed = False
         self.shed = 0  # triples this query's window did not take because it was full
 
-    def offer(self, t: int, tau: int, tick: object, seqs: Iterator[int], index: int) -> tuple[int | None, tuple[int, ...]]:
-        """Inserts a triple at ``t``, the ``index``-th statement of its event, if the window admits
-        it at clock ``tau``: ``(seq, expired seqs)``, or ``(None, expired seqs)`` when it does not
-        (or it is full and sheds it). ``seqs`` numbers a new insertion (leader only)."""
-        state = self._shared.state
+    def offer(self, stream: str, t: int, tau: int, seqs: Iterator[int], index: int = 0) -> tuple[int | None, tuple[int, ...]]:
+        """Inserts a triple of ``stream`` at ``t``, the ``index``-th statement of its event, if the
+        window admits it at clock ``tau``: ``(seq, expired seqs)``, or ``(None, expired seqs)`` when
+        it does not (or it is full and sheds it). ``seqs`` numbers a new insertion (leader only)."""
+        shared = self._shared
         bound = self._registry.limits.max_window_triples
 
         def apply() -> tuple:
+            state = shared.state(stream)
             if not state.admits(t, tau):
                 return (None, (), False)
             gone: tuple[int, ...] = ()
             if bound is not None and len(state) >= bound:
                 # What is out of the window at the query's clock makes room first (the evaluation
                 # at ``tau`` would expire it anyway).
-                gone = tuple(state.expire(tau, tick))
+                gone = tuple(state.expire(tau))
                 if len(state) >= bound:
                     if not self._registry.limits.sheds:
-                        raise LimitExceeded(f"{self.describe()} is full: it holds {len(state)} triples, the limit max_window_triples={bound}")
+                        msg = f"{self.describe(stream)} is full: it holds {len(state)} triples, the limit max_window_triples={bound}"
+                        raise LimitExceeded(msg)
                     return (None, gone, True)
             seq = next(seqs)
-            return (seq, gone + tuple(state.insert(t, seq, tick, index)), False)
+            return (seq, gone + tuple(state.insert(t, seq, index)), False)
 
-        seq, expired, shed = self._call(("offer", t, tau, tick, index), apply)
+        seq, expired, shed = self._call(("offer", stream, t, tau, index), apply)
         self.shed += shed
         return seq, expired
 
-    def expire(self, tau: int, tick: object = None) -> tuple[int, ...]:
+    def expire(self, tau: int) -> tuple[int, ...]:
         """The seqs leaving the window before the evaluation at ``tau`` (``WindowState.expire``)."""
-        state = self._shared.state
-        return self._call(("expire", tau, tick), lambda: tuple(state.expire(tau, tick)))
+        return self._call(("expire", tau), lambda: self._shared.expire(tau))
 
-    def statements(self, k: int) -> tuple[int, ...]:
-        """The seqs leaving a stream-wide count window once an event of ``k`` statements was
-        offered (``StreamTriplesState.statements``)."""
-        state = self._shared.state
-        return self._call(("statements", k), lambda: tuple(state.statements(k)))
+    def statements(self, stream: str, k: int) -> tuple[int, ...]:
+        """The seqs leaving a stream-wide count window as an event of ``k`` statements of ``stream``
+        begins (``StreamTriplesState.statements``)."""
+        return self._call(("statements", stream, k), lambda: tuple(self._shared.state(stream).statements(k)))
 
     def __len__(self) -> int:
-        return len(self._shared.state)
+        return len(self._shared)
 
-    def describe(self) -> str:
-        """Names the window in messages: its stream pattern and stream."""
-        sig, pattern_id = self._shared.key[:2]
-        return f"the window of stream pattern {pattern_id} on <{sig[pattern_id][0]}>"
+    @property
+    def streams(self) -> int:
+        """How many streams' triples the window holds now."""
+        return len(self._shared.states)
+
+    def describe(self, stream: str) -> str:
+        """Names the window of ``stream`` in messages: its stream pattern and stream."""
+        return f"the window of stream pattern {self._shared.key[1]} on <{stream}>"
 
     @property
     def state_key(self) -> Hashable:
@@ -184,7 +219,7 @@ class WindowReader:
 
     @property
     def state_name(self) -> str:
-        return type(self._shared.state).__name__
+        return self._shared.state_name
 
     @property
     def shared_by(self) -> int:
@@ -214,24 +249,26 @@ class SharedWindows:
 
     def readers(self, patterns: Sequence[StreamTriple], origin_ms: int | None, epoch: int) -> list[WindowReader]:
         """One reader per stream pattern of a query registered at ``epoch``, joining the window
-        states of the identical queries registered at the same epoch."""
+        states of the identical queries registered at the same epoch (none for a query whose
+        static data restricts a ``STREAM ?s``: module docstring)."""
         sig = signature(patterns)
+        private = object() if any(st.restricted_by for st in patterns) else None
         readers = []
         for st in patterns:
-            key = (sig, st.id, origin_ms, epoch)
+            key = (sig, st.id, origin_ms, epoch, private)
             shared = self._windows.get(key)
             if shared is None:
-                shared = self._windows[key] = SharedWindow(key, build_window(st.window))
+                shared = self._windows[key] = SharedWindow(key, st.window, st.variable is not None)
             readers.append(WindowReader(self, shared))
         return readers
 
     def stats(self) -> dict[str, int]:
-        """``windows``: window states held; ``readers``: the query windows reading them."""
+        """``windows``: the shared windows held; ``readers``: the query windows reading them."""
         return {"windows": len(self._windows), "readers": sum(w.readers for w in self._windows.values())}
 
     def sizes(self) -> list[int]:
         """The triples each window state holds now (each state once, however many queries read it)."""
-        return [len(w.state) for w in self._windows.values()]
+        return [len(state) for w in self._windows.values() for state in w.states.values()]
 
     def _drop(self, shared: SharedWindow) -> None:
         if self._windows.get(shared.key) is shared:

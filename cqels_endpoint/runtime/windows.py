@@ -19,7 +19,8 @@ event, at its timestamp, and at each clock advance; periodic queries at their cl
 ``RANGE T``            ``τ − T < t' ≤ τ``
 ``RANGE T SLIDE β``    ``τ − T ≤ t' < τ`` (``τ`` a close ``o + kβ``; the event that triggers a
                        close is inserted after it)
-``NOW``                the triples of the event being processed; nothing at an advance or a close
+``NOW``                ``t' = τ``: the current instant, every event at it so far (a close ``c``
+                       is triggered by an event with ``t ≥ c``, inserted after it: empty there)
 ``ALL``                every triple since the query was registered
 ``TRIPLES n``          the last ``n`` matching triples (expired as soon as the ``n+1``-th arrives)
 ``TRIPLES n`` (cqels2) the matching triples among the last ``n`` statements of the stream, counted
@@ -28,8 +29,8 @@ event, at its timestamp, and at each clock advance; periodic queries at their cl
 
 >>> state = build_window(RangeWindow(3))
 >>> for seq, t in enumerate([0, 1, 4]):
-...     _ = state.insert(t, seq, tick=seq)
->>> state.expire(4, tick=2)   # 4 − 3 < t' ≤ 4 keeps t' = 4 only
+...     _ = state.insert(t, seq)
+>>> state.expire(4)   # 4 − 3 < t' ≤ 4 keeps t' = 4 only
 [0, 1]
 >>> state.contents()
 [2]
@@ -48,26 +49,25 @@ class WindowState:
     """The triples (as ``(t, seq)``) one window holds; subclasses decide when they leave.
 
     Call order per evaluation: any number of ``insert`` calls (each may expire entries itself, as
-    ``TRIPLES n`` does), then one ``expire(τ, tick)`` just before the evaluation at ``τ``.
-    ``tick`` identifies the event being processed (``None`` at an advance or a periodic close).
+    ``TRIPLES n`` does), then one ``expire(τ)`` just before the evaluation at ``τ``.
     """
 
     def __init__(self) -> None:
-        # (t, seq, what else the state's expiry reads: NOW's tick, a stream-wide window's ordinal)
-        self._entries: deque[tuple[int, int, object]] = deque()
+        # (t, seq), and a stream-wide window's statement ordinal after them (StreamTriplesState)
+        self._entries: deque[tuple[int, ...]] = deque()
 
     def admits(self, t: int, tau: int) -> bool:
         """Whether a triple at ``t``, inserted when the query's clock is at ``τ``, can ever be seen
         (one arriving on a lagging stream may already be out of the window)."""
         return True
 
-    def insert(self, t: int, seq: int, tick: object = None, index: int = 0) -> list[int]:
+    def insert(self, t: int, seq: int, index: int = 0) -> list[int]:
         """Adds a triple, the ``index``-th statement of its event; returns the sequence numbers
         this insertion pushes out (oldest first)."""
-        self._entries.append((t, seq, tick))
+        self._entries.append((t, seq))
         return []
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
+    def expire(self, tau: int) -> list[int]:
         """Removes and returns (oldest first) the sequence numbers not in the window at ``τ``."""
         return []
 
@@ -80,11 +80,11 @@ class WindowState:
 
     def contents(self) -> list[int]:
         """The sequence numbers in the window, oldest first."""
-        return [seq for _, seq, _ in self._entries]
+        return [entry[1] for entry in self._entries]
 
     def times(self) -> list[int]:
         """The timestamps in the window, oldest first."""
-        return [t for t, _, _ in self._entries]
+        return [entry[0] for entry in self._entries]
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -100,7 +100,7 @@ class EagerRangeState(WindowState):
     def admits(self, t: int, tau: int) -> bool:
         return t > tau - self.range_ms
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
+    def expire(self, tau: int) -> list[int]:
         bound = tau - self.range_ms
         return self._pop_while(lambda entry: entry[0] <= bound)
 
@@ -117,18 +117,21 @@ class PeriodicRangeState(WindowState):
         # ``τ`` is the last close: every later close c > τ expires t' < c − T.
         return t >= tau - self.range_ms
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
+    def expire(self, tau: int) -> list[int]:
         bound = tau - self.range_ms
         return self._pop_while(lambda entry: entry[0] < bound)
 
 
 class NowState(WindowState):
-    """``NOW``: the triples of the event being processed only."""
+    """``NOW``: the triples at the current instant, ``t' = τ`` (CQELS: every event at that instant,
+    not only the one being processed)."""
 
-    def expire(self, tau: int, tick: object = None) -> list[int]:
-        if tick is None:
-            return self._pop_while(lambda entry: True)
-        return self._pop_while(lambda entry: entry[2] != tick)
+    def admits(self, t: int, tau: int) -> bool:
+        # A lagging stream's triple is already in the past at the query's clock.
+        return t >= tau
+
+    def expire(self, tau: int) -> list[int]:
+        return self._pop_while(lambda entry: entry[0] < tau)
 
 
 class AllState(WindowState):
@@ -142,8 +145,8 @@ class TriplesState(WindowState):
         super().__init__()
         self.count = count
 
-    def insert(self, t: int, seq: int, tick: object = None, index: int = 0) -> list[int]:
-        super().insert(t, seq, tick)
+    def insert(self, t: int, seq: int, index: int = 0) -> list[int]:
+        super().insert(t, seq)
         gone = []
         while len(self._entries) > self.count:
             gone.append(self._entries.popleft()[1])
@@ -168,7 +171,7 @@ class StreamTriplesState(WindowState):
         first = self.seen - self.count
         return self._pop_while(lambda entry: entry[2] < first)
 
-    def insert(self, t: int, seq: int, tick: object = None, index: int = 0) -> list[int]:
+    def insert(self, t: int, seq: int, index: int = 0) -> list[int]:
         ordinal = self._start + index
         if ordinal < self.seen - self.count:
             return [seq]  # more than n later statements in its own event: out at once

@@ -68,9 +68,13 @@ class JobPlan:
         return self.partitions if self.partitioned else 1
 
     @cached_property
-    def streams(self) -> frozenset[str]:
-        """The streams the query reads (events of other streams do not concern it)."""
-        return frozenset(st.stream.value for st in stream_triples(self.algebra))
+    def streams(self) -> frozenset[str] | None:
+        """The streams the query reads (events of other streams do not concern it); None when a
+        ``STREAM ?s`` may read any (the query then runs on one partition, whose engine routes them)."""
+        patterns = stream_triples(self.algebra)
+        if any(st.variable is not None for st in patterns):
+            return None
+        return frozenset(st.stream.value for st in patterns)
 
     @cached_property
     def horizon_ms(self) -> int | None:
@@ -85,11 +89,6 @@ class JobPlan:
                 return None
             longest = max(longest, window.range_ms + (window.slide_ms or 0))
         return longest
-
-    @cached_property
-    def now_windows(self) -> bool:
-        """A ``NOW`` window empties at every event, so every event is a tick for every partition."""
-        return any(isinstance(window_extent(st.window), NowWindow) for st in stream_triples(self.algebra))
 
     @cached_property
     def partition_algebra(self) -> n.AlgebraQuery:

@@ -3,12 +3,12 @@
 
 ``PartitionRunner`` is one partition: an ``Engine`` with the plan's ``partition_algebra``
 registered, fed its share of each event in ``(time, file, line)`` order. A tick (an event with no
-triples for this partition) advances its clock, so its windows expire exactly when the
-single-process engine's would. It hands on, per event, the signed changes of its results — only
-the rows whose key value it owns — or, when the query has no key, the query's own emissions.
-A ``NOW`` window holds the triples of the current event only, so with one a tick at the same
-time empties it too. Partition 0 also marks every event, so that the global stage evaluates at
-each of them.
+triples for this partition) at a later time advances its clock, so its windows expire exactly when
+the single-process engine's would; a tick at the partition's own time changes none of its windows
+(a ``NOW`` window holds every triple of the current instant, not only the current event's). It
+hands on, per event, the signed changes of its results — only the rows whose key value it owns —
+or, when the query has no key, the query's own emissions. Partition 0 also marks every event, so
+that the global stage evaluates at each of them.
 
 ``GlobalMerger`` is the global stage: the union of the partitions' results is a relation it keeps
 as the content of the ``InstanceTable`` cache of ``global_algebra``, whose plan (the engine's
@@ -88,7 +88,7 @@ def route_lines(plan: JobPlan, lines: Iterable[tuple[str, str, int]], default_st
             rejected = {"rejected": {"file": file, "line": number, "text": text, "error": str(error)}}
             routed.append(Routed(0, -1, file, number, "", json.dumps(rejected, ensure_ascii=False), REJECTED))
             continue
-        if stream not in plan.streams:
+        if plan.streams is not None and stream not in plan.streams:
             continue
         shares = route(triples, plan.split.positions.get(stream, ()), tasks) if plan.partitioned else [ntriples(triples)]
         routed.extend(Routed(part, time, file, number, stream, share, EVENT) for part, share in enumerate(shares))
@@ -156,7 +156,7 @@ class PartitionRunner:
             self._event = event
             if event.data:
                 self.engine.push(event.stream, event.data, event.time)
-            elif self.clock is not None and (event.time > self.clock or self.plan.now_windows or self._changed):
+            elif self.clock is not None and (event.time > self.clock or self._changed):
                 self.engine.advance(max(event.time, self.clock))
             self._changed = False
             self._aggregate_in_part(event.time)

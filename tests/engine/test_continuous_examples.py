@@ -88,7 +88,9 @@ def test_conference_q2_reachable_people() -> None:
             (3000, (alice, alice)),  # alice's own lobby reading (1 s); bob's (0 s) has expired
             (4000, (dave, carol)),  # dave in the main hall; carol and alice in the corridor
             (4000, (dave, alice)),
-            (4000, (bob, dave)),  # the second tick at 4 s: NOW holds bob's reading only
+            # The second tick at 4 s: NOW holds the instant, dave's reading and bob's (in the corridor).
+            (4000, (dave, bob)),
+            (4000, (bob, dave)),
             (5000, (alice, dave)),  # carol's corridor reading (2 s) has expired
             (18000, (alice, erin)),  # erin in the kitchen, next to the corridor
         ]

@@ -209,6 +209,7 @@ def test_a_directional_result_waits_for_its_window_to_close():
         engine.push(S, triple(1, "p", 1), time=0)
         engine.push(S, triple(2, "p", 2), time=4_000)
         engine.push(S, triple(3, "p", 3), time=10_000)
+        engine.push(EX + "other", triple(5, "p", 5), time=20_000)  # a stream it does not read leaves it alone
         assert emissions == []  # anchor 0 reaches to 10 s: an event at 10 s may still come
         engine.push(S, triple(4, "p", 4), time=10_001)
         assert [(e.anchor, e.final, e.time) for e in emissions] == [(0, True, 0)]

@@ -3,9 +3,12 @@
 Hypothesis draws a continuous query from BGP / join / FILTER / BIND / projection / CONSTRUCT
 shapes over a small vocabulary (STREAM blocks, or a FROM STREAM default graph), windows of every kind (RANGE eager, RANGE … SLIDE, NOW, ALL,
 TRIPLES n), a static graph, and a stream history with several streams (one may lag behind the
-other), key skew, bursts, equal timestamps, long gaps and clock advances, and the dialect the query
-reads in (in cqels2 ``[RANGE d]`` is tumbling and ``[TRIPLES n]`` counts the stream's statements,
-shared by the patterns reading the stream). The same query is registered in both modes and with all
+other), key skew, bursts, equal timestamps (several events of one instant in a ``[NOW]``), long
+gaps and clock advances, and the dialect the query reads in (in cqels2 ``[RANGE d]`` is tumbling
+and ``[TRIPLES n]`` counts the stream's statements, shared by the patterns reading the stream). A
+STREAM block may name its stream by a variable (``STREAM ?st``), free (every stream, a third one
+that no block names included) or restricted by the static data (a static pattern or a VALUES
+binding ``?st``). The same query is registered in both modes and with all
 three R2S on one engine; every emission must be the same (``incremental_oracle``).
 
 A failing example found by Hypothesis is written to ``tests/regressions/incremental/`` when it is
@@ -23,6 +26,10 @@ from incremental_oracle import ORACLE_SETTINGS, Scenario, check, check_keeping_f
 
 EX = "http://ex.org/"
 STREAMS = (EX + "s0", EX + "s1")
+# The streams events are pushed on: s2 only a STREAM ?var block reads.
+PUSHED = (*STREAMS, EX + "s2")
+# How a STREAM block names its stream: by IRI, or by a variable (blocks naming one variable join on it).
+STREAM_NAMES = (*(f"<{stream}>" for stream in STREAMS), "?st", "?st", "?su")
 ENTITIES = ("e0", "e1", "e2")
 NUMBERS = (0, 1, 2, 3)
 
@@ -50,6 +57,10 @@ STATIC_SHAPES = (
     # Static parts whose mappings may leave a join variable unbound.
     "{ ?b :s ?c OPTIONAL { ?c :s ?d } }",
     "VALUES ?c { :e0 :e1 UNDEF }",
+    # Static parts naming the streams a STREAM ?st block reads (static data holds :s0/:s1/:s2 :watch ?a).
+    "?st :watch ?a",
+    "VALUES ?st { :s0 :s2 }",
+    "OPTIONAL { ?st :watch ?b }",
 )
 FILTERS = (
     "?a != ?b",
@@ -73,7 +84,7 @@ BINDS = (
     "STRLEN(STR(?b))",
 )
 SELECT_EXPRESSIONS = ("(?n + 1 AS ?w)", "(UCASE(STR(?b)) AS ?w)", "(?n < ?m AS ?w)")
-VARIABLES = ("a", "b", "c", "d", "n", "m", "z")
+VARIABLES = ("a", "b", "c", "d", "n", "m", "z", "st", "su")
 WINDOWS = st.one_of(
     st.sampled_from((30, 10, 5, 3, 1)).map(lambda t: f"[RANGE {t}ms]"),
     st.just("[ALL]"),
@@ -96,12 +107,12 @@ def _variables(text: str) -> set[str]:
 def queries(draw, windows=WINDOWS) -> str:
     blocks = []
     for number in range(draw(st.sampled_from((1, 2, 1, 2, 3)))):
-        stream = draw(st.sampled_from(STREAMS))
+        stream = draw(st.sampled_from(STREAM_NAMES))
         window = draw(windows)
         shapes = draw(st.lists(st.sampled_from(TRIPLE_SHAPES), min_size=1, max_size=2, unique=True))
         # A blank node label belongs to one basic graph pattern: one label per block.
         shapes = [shape.replace("_:x", f"_:x{number}") for shape in shapes]
-        blocks.append(f"STREAM <{stream}> {window} {{ {' . '.join(shapes)} }}")
+        blocks.append(f"STREAM {stream} {window} {{ {' . '.join(shapes)} }}")
     body = list(blocks)
     scope = _variables(" ".join(blocks))
     # Mostly parts that read variables in scope, so that Γ is not empty too often.
@@ -170,9 +181,9 @@ def histories(draw) -> list[list]:
     """Events with per-stream clocks: each stream's timestamps never decrease, but one stream may
     lag behind the other (the engine then evaluates at the query's current time)."""
     events: list[list] = []
-    clocks = dict.fromkeys(STREAMS, 0)
+    clocks = dict.fromkeys(PUSHED, 0)
     for _ in range(draw(st.integers(1, 20))):
-        stream = draw(st.sampled_from(STREAMS[:1] * 2 + STREAMS))
+        stream = draw(st.sampled_from(STREAMS[:1] * 2 + PUSHED))
         # Equal timestamps, small steps and long gaps; usually the stream catches up first.
         step = draw(st.sampled_from((0, 0, 1, 1, 2, 3, 7, 25)))
         base = max(clocks.values()) if draw(st.sampled_from((True,) * 4 + (False,))) else clocks[stream]
@@ -193,9 +204,12 @@ def histories(draw) -> list[list]:
 def static_graphs(draw) -> str:
     quads = []
     for _ in range(draw(st.integers(0, 15))):
-        predicate = draw(st.sampled_from(("s", "t", "u")))
+        predicate = draw(st.sampled_from(("s", "t", "u", "watch")))
         subject = _term(draw(st.sampled_from(ENTITIES)))
-        if predicate == "t":
+        if predicate == "watch":
+            subject = f"<{draw(st.sampled_from(PUSHED))}>"
+            obj = _term(draw(st.sampled_from(ENTITIES)))
+        elif predicate == "t":
             obj = f'"{draw(st.sampled_from(NUMBERS))}"^^<http://www.w3.org/2001/XMLSchema#integer>'
         else:
             obj = _term(draw(st.sampled_from(ENTITIES)))
@@ -221,6 +235,7 @@ def test_stream_wide_count_windows_incremental_equals_recompute(query: str, stat
     match, seen by each pattern reading the stream."""
     logs = check_keeping_failures(Scenario(query, static, events, dialect="cqels2"))
     event("Γ gained rows" if emitted(logs, "ISTREAM") else "Γ stayed empty")
+    event("a STREAM ?var block" if "STREAM ?" in query else "streams named by IRIs")
 
 
 @pytest.mark.parametrize(("name", "scenario"), regression_cases())

@@ -16,12 +16,11 @@ configs = st.one_of(
     st.builds(TriplesWindow, st.integers(1, 4)),
     st.builds(TriplesWindow, st.integers(1, 4), st.just(True)),
 )
-# (call, clock step, tick, index or statements): the clock only moves forward, as the engine drives it.
+# (call, clock step, index or statements): the clock only moves forward, as the engine drives it.
 calls = st.lists(
     st.tuples(
         st.sampled_from(["insert", "insert", "expire", "admits", "statements"]),
         st.sampled_from([0, 0, 1, 2, 5]),
-        st.sampled_from([None, "e1", "e2", 3]),
         st.integers(0, 5),
     ),
     max_size=40,
@@ -57,12 +56,12 @@ def test_build_window_makes_the_selected_states():
 def test_compiled_states_answer_like_their_twins(config, steps):
     reference, compiled = make(windows, config), make(_windows, config)
     now = 0
-    for seq, (call, step, tick, number) in enumerate(steps):
+    for seq, (call, step, number) in enumerate(steps):
         now += step
         if call == "insert":
-            assert compiled.insert(now, seq, tick, number) == reference.insert(now, seq, tick, number)
+            assert compiled.insert(now, seq, number) == reference.insert(now, seq, number)
         elif call == "expire":
-            assert compiled.expire(now, tick) == reference.expire(now, tick)
+            assert compiled.expire(now) == reference.expire(now)
         elif call == "statements":
             if stream_wide(config):  # only a stream-wide window counts statements
                 assert compiled.statements(number) == reference.statements(number)
@@ -92,7 +91,7 @@ def test_a_stream_wide_count_window_holds_the_matches_among_the_last_n_statement
     for k, matched in drawn:
         gone += state.statements(k)  # as the engine drives it: the event's count, then its matches
         for index in sorted(matched):
-            gone += state.insert(ordinal, seq, None, index)
+            gone += state.insert(ordinal, seq, index)
             matching[seq] = ordinal + index
             seq += 1
         ordinal += k

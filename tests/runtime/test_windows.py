@@ -14,7 +14,7 @@ import pytest
 from cqels_endpoint.errors import LateEventError
 from cqels_endpoint.query.windows import AllWindow, NowWindow, RangeWindow, TriplesWindow
 from cqels_endpoint.runtime.windows import CloseSchedule, build_window
-from cqels_endpoint.testing import Advance, Push, run, seen, timeline, window_query
+from cqels_endpoint.testing import TEST_STREAM, Advance, Push, run, seen, timeline, window_query
 
 
 def contents(window: str, drawing: str, advance_to: int | None = None, **options) -> list[tuple[int, str]]:
@@ -92,9 +92,28 @@ def test_slides_that_differ_report_at_the_union_of_their_closes():
     assert times == [2, 3, 4, 6]
 
 
-def test_now_holds_the_current_tick_only():
-    # events:  ab-c       [NOW]: each event alone; an advance sees nothing
+def test_now_holds_the_current_instant():
+    # events:  ab-c       [NOW] at τ holds t = τ: one event per instant here; an advance past them sees nothing
     assert contents("[NOW]", "ab-c", advance_to=5) == [(0, "a"), (1, "b"), (3, "c"), (5, "")]
+
+
+def test_now_holds_every_event_of_the_instant():
+    # CQELS: three events at t = 1000 are all in [NOW] at 1000; an advance to 1000 keeps them, a
+    # later instant (an event or an advance) empties the window of them.
+    events = [Push(TEST_STREAM, 1000, f'<urn:cqels:test:{x}> <urn:cqels:test:at> "1000" .') for x in "abc"]
+    events += [Advance(1000), Push(TEST_STREAM, 2000, '<urn:cqels:test:d> <urn:cqels:test:at> "2000" .'), Advance(2001)]
+    expected = [(1000, "a"), (1000, "ab"), (1000, "abc"), (1000, "abc"), (2000, "d"), (2001, "")]
+    assert seen(run(window_query("[NOW]"), events, r2s="RSTREAM")) == expected
+
+
+def test_now_never_takes_a_lagging_stream():
+    # <urn:other> lags behind the query's clock (6): its event at 2 is in the past there, and one at 6 is not.
+    query = (
+        "SELECT ?e WHERE { { STREAM <urn:cqels:test:stream> [NOW] { ?e <urn:cqels:test:at> ?t } } "
+        "UNION { STREAM <urn:other> [NOW] { ?e <urn:cqels:test:at> ?t } } }"
+    )
+    events = timeline("------a") + timeline("--b", stream="urn:other") + timeline("------c", stream="urn:other")
+    assert seen(run(query, events, r2s="RSTREAM")) == [(6, "a"), (6, "a"), (6, "ac")]
 
 
 def test_now_is_empty_at_periodic_closes():
@@ -130,7 +149,8 @@ def test_equal_timestamps_are_separate_ticks_in_arrival_order():
         Push("urn:cqels:test:stream", 5, '<urn:cqels:test:a> <urn:cqels:test:at> "5" .'),
         Push("urn:cqels:test:stream", 5, '<urn:cqels:test:b> <urn:cqels:test:at> "5" .'),
     ]
-    assert seen(run(window_query("[NOW]"), events, r2s="RSTREAM")) == [(5, "a"), (5, "b")]
+    # Each is evaluated on its own, and [NOW] at 5 holds both once the second has come.
+    assert seen(run(window_query("[NOW]"), events, r2s="RSTREAM")) == [(5, "a"), (5, "ab")]
     assert seen(run(window_query("[RANGE 1ms]"), events, r2s="RSTREAM")) == [(5, "a"), (5, "ab")]
 
 
@@ -153,7 +173,7 @@ def test_lateness_equal_timestamps_keep_arrival_order():
         Push("urn:cqels:test:stream", 4, '<urn:cqels:test:c> <urn:cqels:test:at> "4" .'),
     ]
     emissions = run(window_query("[NOW]"), events, r2s="RSTREAM", advance_to=10, lateness_ms=5)
-    assert seen(emissions) == [(2, "a"), (4, "b"), (4, "c"), (10, "")]
+    assert seen(emissions) == [(2, "a"), (4, "b"), (4, "bc"), (10, "")]
 
 
 def test_too_late_event_raises_and_nothing_is_applied():
@@ -212,13 +232,16 @@ def test_state_expiry(config, inserts, tau, expected_left):
     assert state.expire(tau) == expected_left
 
 
-def test_now_state_expires_the_previous_tick():
+def test_now_state_expires_the_previous_instants():
     state = build_window(NowWindow())
-    state.insert(0, 0, tick="e1")
-    state.insert(0, 1, tick="e1")
-    state.insert(1, 2, tick="e2")
-    assert state.expire(1, tick="e2") == [0, 1]
-    assert state.expire(2, tick=None) == [2]
+    assert state.admits(1, 1) and not state.admits(0, 1)
+    state.insert(0, 0)
+    state.insert(0, 1)
+    state.insert(1, 2)
+    state.insert(1, 3)
+    assert state.expire(1) == [0, 1]
+    assert state.expire(1) == []
+    assert state.expire(2) == [2, 3]
 
 
 def test_close_schedule_with_given_origin_and_union_of_slides():

@@ -103,3 +103,20 @@ def test_partial_sums_and_averages_are_the_engines_to_the_bit(values, partitions
     plan, expected = expected_and_plan(case, partitions)
     assert plan.partial is not None
     assert comparable(run_locally(plan, case.lines(), fresh_workers=fresh), plan.ordered) == comparable(expected, plan.ordered)
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+@pytest.mark.parametrize("static", ["", f"<{EX}s1> <{EX}reads> <{EX}b> .\n<{EX}s2> <{EX}reads> <{EX}c> .\n"])
+def test_a_stream_variable_runs_on_one_partition(static: str, fresh: bool) -> None:
+    # Every stream's events reach the one partition, whose engine routes them: all of them with
+    # ?st free, those of b and c with the static data naming them; [NOW] holds each instant.
+    restriction = f"?s <{EX}reads> ?st . " if static else ""
+    case = JobCase(
+        f"SELECT ?st ?s (COUNT(*) AS ?n) WHERE {{ {restriction}STREAM ?st [NOW] {{ ?s ?p ?v }} }} GROUP BY ?st ?s",
+        static, "RSTREAM",
+        (events_of("a", [0, 1], "temp") + events_of("b", [1, 1], "hum"), events_of("c", [2], "wind") + events_of("a", [2, 4], "temp")),
+    )
+    plan, expected = expected_and_plan(case, 3)
+    assert plan.streams is None and not plan.partitioned
+    assert any(has_result(line) for line in expected)
+    assert comparable(run_locally(plan, case.lines(), fresh_workers=fresh), plan.ordered) == comparable(expected, plan.ordered)
