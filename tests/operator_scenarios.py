@@ -119,6 +119,24 @@ def join_scenarios(draw, unbound: bool = False, max_inputs: int = 4) -> dict:
     return {"schemas": schemas, "ticks": ticks}
 
 
+def replay_window_ticks(source, ticks) -> Recorder:
+    """Drives a window leaf (a ``WindowBuffer``, ``StreamWindows``) through ``ticks`` of
+    ``("+", value)`` insertions (numbered 1, 2, … in order) and ``("-", seq)`` expiries, a
+    punctuation after each tick; returns the recorder of its output."""
+    recorder = Recorder(source.schema)
+    source.connect(recorder)
+    seq = 0
+    for tau, tick in enumerate(ticks):
+        for op, value in tick:
+            if op == "+":
+                seq += 1
+                source.insert(seq, value)
+            else:
+                source.expire(value)
+        source.on_punctuation(tau)
+    return recorder
+
+
 def drive_join(join_class, scenario: dict, *, expire_all: bool = True):
     """Feed a scenario to a join, checking the accumulated output against the naive join after
     every tick; returns (recorder, join, probes made by expiry-only ticks)."""

@@ -202,15 +202,20 @@ WHERE {{
     assert [rows(e) for e in emissions] == [bag({"v": "o1"}), bag({"v": "o1"}), bag(), bag({"v": "o2"})]
 
 
-def test_explain_shows_the_gap_guards() -> None:
+def explained(query_text: str, pushes: list[Push]) -> str:
+    """``explain`` of the incremental query after ``pushes``."""
     engine = Engine()
     try:
-        query = engine.register(machine_query("?e1 ; NOT ?e2 ; ?e3", SAME_MACHINE["guard on the step before"]))
-        for push in COOLDOWNS:
+        query = engine.register(query_text)
+        for push in pushes:
             engine.push(push.stream, push.data, push.time)
-        text = query.explain()
+        return query.explain()
     finally:
         engine.close()
+
+
+def test_explain_shows_the_gap_guards() -> None:
+    text = explained(machine_query("?e1 ; NOT ?e2 ; ?e3", SAME_MACHINE["guard on the step before"]), COOLDOWNS)
     assert "events matched in time order where ((?m3 = ?m1))" in text
     assert "gap NOT ?e2 [?e2 ?m2] counted where ((?m2 = ?m1))" in text
     assert "events=6 events_in=6 matches=1" in text
@@ -337,14 +342,7 @@ def test_dictionary_references_are_released() -> None:
 
 
 def test_explain_shows_the_seq_operator_and_its_counters() -> None:
-    engine = Engine()
-    try:
-        query = engine.register(HEAD + "?a ex:type ex:A . ?b ex:type ex:B . ?c ex:type ex:C . FILTER(SEQ(?a ; NOT ?c ; ?b)) }")
-        for push in ABC:
-            engine.push(push.stream, push.data, push.time)
-        text = query.explain()
-    finally:
-        engine.close()
+    text = explained(HEAD + "?a ex:type ex:A . ?b ex:type ex:B . ?c ex:type ex:C . FILTER(SEQ(?a ; NOT ?c ; ?b)) }", ABC)
     assert "SEQ(?a ; NOT ?c ; ?b) [?a ?b]" in text
     assert "gap NOT ?c [?c]" in text
     assert "events=7 events_in=7 matches=2" in text

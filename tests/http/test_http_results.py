@@ -548,13 +548,20 @@ def test_a_stalled_subscriber_does_not_slow_ingestion_and_is_dropped(endpoint_fa
 # --------------------------------------------------------------------------- cqels watch
 
 
+def watching(server, name: str, limit: int) -> tuple[threading.Thread, list[int]]:
+    """``cqels watch NAME --limit N`` in a thread, once the server counts its subscription; and
+    the list its exit code goes to."""
+    codes: list[int] = []
+    watcher = threading.Thread(target=lambda: codes.append(main(["watch", name, "--url", server.base_url, "--limit", str(limit)])))
+    watcher.start()
+    wait_until(lambda: subscribers(server, name) == 1)
+    return watcher, codes
+
+
 def test_cqels_watch_prints_a_table(server, engine, clock, capsys):
     name = fresh()
     engine.register(WHERE_NAMED, name=name)
-    codes: list[int] = []
-    watcher = threading.Thread(target=lambda: codes.append(main(["watch", name, "--url", server.base_url, "--limit", "3"])))
-    watcher.start()
-    wait_until(lambda: subscribers(server, name) == 1)
+    watcher, codes = watching(server, name, 3)
     base = next(clock)
     engine.push(RFID, f"<{PEOPLE}ann> <{LV}detectedAt> <{LV}kitchen> .", time=base)
     engine.push(RFID, f"<{PEOPLE}bob> <{LV}detectedAt> <{LV}lobby> .", time=base + 1000)
@@ -662,10 +669,7 @@ def test_sse_and_ndjson_carry_the_empty_anchors_of_a_cqels2_query(server, engine
 def test_cqels_watch_prints_the_empty_anchors_of_a_cqels2_query(server, engine, clock, capsys):
     name = fresh()
     engine.register(KITCHEN_AHEAD, name=name)
-    codes: list[int] = []
-    watcher = threading.Thread(target=lambda: codes.append(main(["watch", name, "--url", server.base_url, "--limit", "3"])))
-    watcher.start()
-    wait_until(lambda: subscribers(server, name) == 1)
+    watcher, codes = watching(server, name, 3)
     base = next(clock)
     kitchen_anchors(engine, base)
     watcher.join(30)

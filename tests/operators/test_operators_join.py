@@ -9,7 +9,7 @@ import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from operator_scenarios import Recorder, drive_join, join_scenarios, load_regressions
+from operator_scenarios import Recorder, drive_join, join_scenarios, load_regressions, replay_window_ticks
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators import _join
@@ -179,17 +179,7 @@ def test_compiled_buffer_matches_its_twin(scenario):
     for implementation in (_join, reference):
         released = []
         buffer = implementation.WindowBuffer(pattern, on_release=released.append)
-        recorder = Recorder(buffer.schema)
-        buffer.connect(recorder)
-        seq = 0
-        for tau, tick in enumerate(ticks):
-            for op, value in tick:
-                if op == "+":
-                    seq += 1
-                    buffer.insert(seq, value)
-                else:
-                    buffer.expire(value)
-            buffer.on_punctuation(tau)
+        recorder = replay_window_ticks(buffer, ticks)
         outputs.append((recorder.deltas, released, buffer.counters(), buffer.rejected))
     assert outputs[0] == outputs[1]
 

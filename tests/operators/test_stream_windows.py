@@ -10,7 +10,7 @@ import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from operator_scenarios import Recorder
+from operator_scenarios import Recorder, replay_window_ticks
 
 from cqels_endpoint.operators import _join
 from cqels_endpoint.operators.base import Delta
@@ -83,17 +83,7 @@ def test_compiled_buffers_match_their_twins_delta_for_delta(scenario):
     for implementation in (_join, reference):
         released: list[tuple] = []
         source = windows(implementation, pattern, released.append)
-        recorder = Recorder(source.schema)
-        source.connect(recorder)
-        seq = 0
-        for tau, tick in enumerate(ticks):
-            for op, value in tick:
-                if op == "+":
-                    seq += 1
-                    source.insert(seq, value)
-                else:
-                    source.expire(value)
-            source.on_punctuation(tau)
+        recorder = replay_window_ticks(source, ticks)
         outputs.append((recorder.deltas, released, source.counters(), source.rejected))
     assert outputs[0] == outputs[1]
 
