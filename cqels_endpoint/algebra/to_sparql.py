@@ -14,8 +14,10 @@ blank nodes of patterns become variables ``?__bnode_<label>``: in a pattern a bl
 existential variable, and as a variable it may be shared by the pieces (a BGP and a ``Path``) that
 one triples block was split into. ``MEDIAN(e)`` (our extension) is written as the pyoxigraph custom
 aggregate ``<MEDIAN_IRI>(e)``: the evaluator passes ``runtime.aggregates.CUSTOM_AGGREGATES`` to
-``Store.query``. Four forms are spelled so that pyoxigraph, which deviates on them, gives the spec's
-answer too: ``GROUP_CONCAT(…)`` as ``STR(GROUP_CONCAT(…))`` (a simple literal), a ``GRAPH ?g``
+``Store.query``. Five forms are spelled so that pyoxigraph, which deviates on them, gives the spec's
+answer too: ``GROUP_CONCAT(…)`` as ``STR(GROUP_CONCAT(…))`` (a simple literal), the argument of a
+``COUNT``/``AVG`` bound by a ``BIND`` before the grouping and ``AVG(a)`` as ``IF(COUNT(a) = 0, 0,
+AVG(a))`` (errors in aggregates, ``runtime.aggregates``), a ``GRAPH ?g``
 whose pattern mentions ?g over a fresh graph variable (``scoped_graph``), a ``GRAPH ?g`` over a
 VALUES, a sub-select or a MINUS graph by graph (``graph_by_graph``), when the caller gives the
 named graphs of the store the text runs on (``store_graphs``), and a GRAPH holding another one
@@ -227,7 +229,8 @@ class _Writer:
         """A ``Group`` as a sub-select projecting its named keys and its aggregates."""
         # A named key is bound by GROUP BY (expr AS ?v) itself: the projection just names it.
         projection = [self.var(var) for var, _ in group.keys if var is not None]
-        projection += [f"({self.aggregate(aggregate)} AS {self.var(var)})" for var, aggregate in group.aggregates]
+        binds: list[str] = []
+        projection += [f"({self.aggregate(aggregate, binds)} AS {self.var(var)})" for var, aggregate in group.aggregates]
         if not projection:
             msg = "a GROUP BY without named keys or aggregates has no SPARQL sub-select form"
             raise PlanError(msg)
@@ -240,9 +243,22 @@ class _Writer:
             else:
                 keys.append(f"({self.expr(expr)} AS {self.var(var)})")
         group_by = f" GROUP BY {' '.join(keys)}" if keys else ""
-        return f"SELECT {' '.join(projection)} WHERE {self.braced(group.input)}{group_by}"
+        where = f"{{ {self.braced(group.input)} {' '.join(binds)} }}" if binds else self.braced(group.input)
+        return f"SELECT {' '.join(projection)} WHERE {where}{group_by}"
 
-    def aggregate(self, aggregate: ast.Aggregate) -> str:
+    def aggregate(self, aggregate: ast.Aggregate, binds: list[str]) -> str:
+        """The text of ``aggregate``; a ``BIND`` it needs before the grouping goes to ``binds``."""
+        if aggregate.name in ("COUNT", "AVG") and aggregate.expr is not None:
+            # §18.5.1.2/4: COUNT leaves the arguments in error out, AVG is 0 when all are. pyoxigraph
+            # makes COUNT(e) unbound when e fails and AVG unbound over only errors, but counts the
+            # bound values of a variable: the argument is bound by a BIND (an error leaves it unbound).
+            argument = self.var(aggregate.expr) if isinstance(aggregate.expr, Var) else f"?__aggarg{len(binds)}"
+            if not isinstance(aggregate.expr, Var):
+                binds.append(f"BIND ({self.expr(aggregate.expr)} AS {argument})")
+            distinct = "DISTINCT " if aggregate.distinct else ""
+            if aggregate.name == "COUNT":
+                return f"COUNT({distinct}{argument})"
+            return f"IF(COUNT({argument}) = 0, 0, AVG({distinct}{argument}))"
         if aggregate.name == "GROUP_CONCAT":
             # A simple literal, as the engine computes it: pyoxigraph keeps a common language tag.
             return f"STR({self.expr(aggregate)})"

@@ -42,11 +42,11 @@ from cqels_endpoint.runtime.aggregates import (
     SLOT_BINARY,
     SLOT_DECIMAL,
     SLOT_INTEGER,
-    add_exact_sums,
     average_literal,
     exact_sum_literal,
     exact_sum_state,
     is_numeric,
+    merged_exact_sums,
     sum_literal,
     value_key,
 )
@@ -55,6 +55,7 @@ from cqels_endpoint.runtime.expressions import ExpressionError
 from cqels_endpoint.runtime.functions import ILL_TYPED, KIND_NUMERIC, integer_literal, literal_value, string_value
 from cqels_endpoint.runtime.functions.xsd import EXACT
 
+_ZERO = integer_literal(0)
 _new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__
 
 # Aggregate kinds, by name.
@@ -209,21 +210,26 @@ cdef class _Sum(_Aggregate):
 
 cdef class _Avg(_Sum):
     cdef object result(self):
+        cdef int64_t counted = self.ranks[0] + self.ranks[1] + self.ranks[2] + self.ranks[3] + self.invalid
+        if counted == 0:  # no argument evaluated, errors or not: Avg(M) = 0 where Count(M) = 0
+            return _ZERO
         if self.errors or self.invalid:
             return None
         try:
-            return average_literal(self._total(), self.ranks[0] + self.ranks[1] + self.ranks[2] + self.ranks[3])
+            return average_literal(self._total(), counted)
         except ExpressionError:
             return None
 
 
 cdef class _ExactSum(_Sum):
     cdef object result(self):
-        if self.errors or self.invalid:
+        if self.invalid:
             return None
         count = self.ranks[0] + self.ranks[1] + self.ranks[2] + self.ranks[3]
+        # The errors go into the state: the merge applies SUM's or AVG's rule to them.
         return exact_sum_literal(
-            count, self._rank(), self.integers, self.decimals, self.binary, self.slots[3], self.slots[4], self.slots[5]
+            count, self._rank(), self.integers, self.decimals, self.binary, self.slots[3], self.slots[4], self.slots[5],
+            self.errors,
         )
 
 
@@ -261,10 +267,8 @@ cdef class _MergedSums(_Aggregate):
     cdef object result(self):
         if self.errors or self.invalid:
             return None
-        total = add_exact_sums([state for state, count in self.states.items() for _ in range(count)])
         try:
-            found = sum_literal(*total[1:])
-            return average_literal(found, total[0]) if self.average else found
+            return merged_exact_sums([state for state, count in self.states.items() for _ in range(count)], self.average)
         except ExpressionError:
             return None
 

@@ -6,15 +6,44 @@ argument values that evaluated without error (sorted by :func:`value_key`; a set
 plus the number of arguments that raised an error or were unbound. :func:`finish` turns that into
 the aggregate's term by its row in ``AGGREGATES``, or None (unbound) where SPARQL says the
 aggregate is an error; the incremental operator keeps the same results up to date per delta with
-the pieces below (:func:`summand`, :func:`sum_literal`, :func:`average_literal`). The rules follow
-pyoxigraph, the engine's recompute oracle:
+the pieces below (:func:`summand`, :func:`sum_literal`, :func:`average_literal`).
 
-- ``COUNT`` counts the values without error; ``COUNT(*)`` counts solutions.
-- ``SUM``, ``AVG``, ``MIN``, ``MAX``, ``GROUP_CONCAT`` and ``MEDIAN`` are errors as soon as one
-  argument is (an unbound variable included); ``SAMPLE`` ignores errors.
-- Over no values: ``SUM`` and ``AVG`` are ``0`` (xsd:integer), ``GROUP_CONCAT`` is ``""``, ``COUNT``
-  is ``0``, ``MIN``/``MAX``/``SAMPLE``/``MEDIAN`` are unbound.
-- ``MIN``/``MAX`` order every term as ``ORDER BY`` does (``expressions.order_key``).
+Errors follow SPARQL 1.1 Query (REC 2013-03-21), §18.5.1 and its set functions §18.5.1.2–8: the
+multiset M an aggregate receives holds one element per solution, ``ListEval`` keeping an error
+where the argument fails, and an unbound variable *is* such an error ("ListEval((unbound), μ) =
+(error)"). An error of the aggregate leaves its variable unbound (§11.5, W3C agg-err-01). Per
+aggregate (``Aggregate.errors``):
+
+- ``COUNT`` (§18.5.1.2, ``SKIP``): "remove error elements", then the cardinality: it counts the
+  arguments that evaluated, so ``COUNT(ABS(?x))`` over 1, "a", 2 is 2; ``COUNT(*)`` counts
+  solutions, ``COUNT(DISTINCT e)`` the distinct values.
+- ``SUM`` (§18.5.1.3, ``FAIL``): ``op:numeric-add`` folded over M, so an error or a non-numeric
+  value makes it an error; ``0`` over no solutions.
+- ``AVG`` (§18.5.1.4, ``FAIL_IF_COUNTED``): "0 where Count(M) = 0, Sum(M) / Count(M) where
+  Count(M) > 0". Count drops the errors, so a group whose arguments *all* failed (or are unbound)
+  averages to ``0``; with one value that evaluated, an error makes Sum, hence AVG, an error.
+- ``MIN`` (§18.5.1.5, ``FAIL``): S ordered as ``ORDER BY ASC``, the first element: an error sorts
+  lowest (§15.1: "no value assigned … to the expression"), so one error makes MIN an error; any
+  terms otherwise (``expressions.order_key``: blank nodes < IRIs < literals).
+- ``MAX`` (§18.5.1.6, ``FAIL``): here the text has two readings, as its editor noted
+  (public-sparql-dev, 2013-10-15, "MIN and MAX in face of errors"): ``ToList`` is not defined on
+  an error (then MAX is an error, as MIN) or passes it through (then ORDER BY DESC puts it last and
+  MAX ignores errors). We take the first: MIN and MAX then agree (``-MAX(?x) = MIN(-?x)``), a
+  partition's MAX merges into the whole's (``plan.partitioning``), and pyoxigraph reads it so.
+- ``GROUP_CONCAT`` (§18.5.1.7, ``FAIL``): ``CONCAT`` folded over S, so an error — or a value
+  that is not a string literal (a number, an IRI) — makes it an error; ``""`` over no solutions.
+- ``SAMPLE`` (§18.5.1.8, ``SKIP``): "v, where v in Flatten(M)": any element, an error included.
+  We take a value that evaluated whenever there is one (below: the smallest), an error only when
+  every argument failed (``Sample({}) = error``).
+- ``MEDIAN`` (our extension, ``FAIL``): as MIN/MAX, an error or a non-numeric value makes it an
+  error; unbound over no values.
+
+Where pyoxigraph (the recompute oracle, and the one-shot ``/query`` path) answers otherwise:
+``COUNT(e)`` of an expression that fails on some solution is unbound there (``COUNT(?x)`` of an
+unbound ?x is right), and AVG over only errors is unbound. ``algebra.to_sparql`` therefore writes
+the argument of a COUNT or AVG as a ``BIND`` before grouping (pyoxigraph counts the bound values)
+and AVG as ``IF(COUNT(a) = 0, 0, AVG(a))``, so that re-evaluation gives the spec's answer. The
+one-shot ``/query`` path hands the user's text to pyoxigraph as it is and keeps its two answers.
 
 Choices where the spec leaves freedom, made so that both evaluation modes agree whatever order
 solutions arrive and expire in:
@@ -77,15 +106,15 @@ def is_numeric(term) -> bool:
     return kind == fn.KIND_NUMERIC and value is not fn.ILL_TYPED
 
 
-def _count(values: Sequence, separator: str | None) -> Literal:
+def _count(values: Sequence, errors: int, separator: str | None) -> Literal:
     return integer_literal(len(values))
 
 
-def _first(values: Sequence, separator: str | None):
+def _first(values: Sequence, errors: int, separator: str | None):
     return values[0] if values else None
 
 
-def _last(values: Sequence, separator: str | None):
+def _last(values: Sequence, errors: int, separator: str | None):
     return values[-1] if values else None
 
 
@@ -196,12 +225,12 @@ def _totals(values: Sequence) -> tuple[int, list]:
     return rank, totals
 
 
-def _sum(values: Sequence, separator: str | None = None) -> Literal:
+def _sum(values: Sequence, errors: int = 0, separator: str | None = None) -> Literal:
     rank, totals = _totals(values)
     return sum_literal(rank, *totals)
 
 
-def _avg(values: Sequence, separator: str | None) -> Literal:
+def _avg(values: Sequence, errors: int, separator: str | None) -> Literal:
     return average_literal(_sum(values), len(values))
 
 
@@ -209,31 +238,35 @@ def _avg(values: Sequence, separator: str | None) -> Literal:
 
 # A partition of a Spark job sums its share of a group exactly and hands on that state; the global
 # stage adds the states and rounds once (streaming/, plan.partitioning.split_aggregates), so SUM and
-# AVG are the single engine's to the bit. The state is a literal of this internal datatype.
+# AVG are the single engine's to the bit. The state also counts the partition's arguments in error:
+# AVG over only errors is 0 but an error beside a value is an error (§18.5.1.4), which the merge can
+# only tell from the counts of both. The state is a literal of this internal datatype.
 EXACT_SUM_DATATYPE = NamedNode("urn:cqels:datatype:exact-sum")
 
 
 def exact_sum_literal(count: int, rank: int, integers: int, decimals: Decimal, binary: int, nan: int, positive_infinity: int,
-                      negative_infinity: int) -> Literal:
+                      negative_infinity: int, errors: int) -> Literal:
     """The exact state of a sum of ``count`` values of highest rank ``rank`` (:func:`sum_literal`'s
-    amounts). Equal states are equal terms: the decimal total is written without trailing zeros
-    (a partition rebuilt from its events must hand on the very state it replaced)."""
+    amounts) beside ``errors`` arguments in error. Equal states are equal terms: the decimal total
+    is written without trailing zeros (a partition rebuilt from its events must hand on the very
+    state it replaced)."""
     canonical = format(EXACT.normalize(decimals), "f") if decimals else "0"
-    parts = (count, rank, integers, canonical, binary, nan, positive_infinity, negative_infinity)
+    parts = (count, rank, integers, canonical, binary, nan, positive_infinity, negative_infinity, errors)
     return Literal(" ".join(map(str, parts)), datatype=EXACT_SUM_DATATYPE)
 
 
 def exact_sum_state(term) -> tuple:
-    """``(count, rank, integers, decimals, binary, nan, +inf, -inf)`` of an :func:`exact_sum_literal`."""
+    """``(count, rank, integers, decimals, binary, nan, +inf, -inf, errors)`` of an :func:`exact_sum_literal`."""
     if not isinstance(term, Literal) or term.datatype != EXACT_SUM_DATATYPE:
         raise ExpressionError(f"not an exact sum: {term}")
-    count, rank, integers, decimals, binary, nan, positive, negative = term.value.split(" ")
-    return int(count), int(rank), int(integers), Decimal(decimals), int(binary), int(nan), int(positive), int(negative)
+    count, rank, integers, decimals, binary, nan, positive, negative, errors = term.value.split(" ")
+    return (int(count), int(rank), int(integers), Decimal(decimals), int(binary), int(nan), int(positive), int(negative),
+            int(errors))
 
 
 def add_exact_sums(states: Sequence[tuple]) -> tuple:
     """The state of the sum of the values of ``states`` (each :func:`exact_sum_state`)."""
-    count, rank, integers, decimals, binary, nan, positive, negative = 0, RANK_INTEGER, 0, Decimal(0), 0, 0, 0, 0
+    count, rank, integers, decimals, binary, nan, positive, negative, errors = 0, RANK_INTEGER, 0, Decimal(0), 0, 0, 0, 0, 0
     for state in states:
         count += state[0]
         rank = max(rank, state[1])
@@ -241,24 +274,34 @@ def add_exact_sums(states: Sequence[tuple]) -> tuple:
         decimals = EXACT.add(decimals, state[3])
         binary += state[4]
         nan, positive, negative = nan + state[5], positive + state[6], negative + state[7]
-    return count, rank, integers, decimals, binary, nan, positive, negative
+        errors += state[8]
+    return count, rank, integers, decimals, binary, nan, positive, negative, errors
 
 
-def _exact_sum(values: Sequence, separator: str | None) -> Literal:
+def merged_exact_sums(states: Sequence[tuple], average: bool) -> Literal | None:
+    """SUM (or AVG, ``average``) of the values whose exact states are ``states``, by the error rules
+    of SUM and AVG: None when an argument was in error, unless AVG saw no value at all (then 0)."""
+    total = add_exact_sums(states)
+    if total[8] and (total[0] or not average):
+        return None
+    found = sum_literal(*total[1:8])
+    return average_literal(found, total[0]) if average else found
+
+
+def _exact_sum(values: Sequence, errors: int, separator: str | None) -> Literal:
     rank, totals = _totals(values)
-    return exact_sum_literal(len(values), rank, *totals)
+    return exact_sum_literal(len(values), rank, *totals, errors)
 
 
-def _sum_of_exact(values: Sequence, separator: str | None) -> Literal:
-    return sum_literal(*add_exact_sums([exact_sum_state(value) for value in values])[1:])
+def _sum_of_exact(values: Sequence, errors: int, separator: str | None) -> Literal | None:
+    return merged_exact_sums([exact_sum_state(value) for value in values], average=False)
 
 
-def _avg_of_exact(values: Sequence, separator: str | None) -> Literal:
-    state = add_exact_sums([exact_sum_state(value) for value in values])
-    return average_literal(sum_literal(*state[1:]), state[0])
+def _avg_of_exact(values: Sequence, errors: int, separator: str | None) -> Literal | None:
+    return merged_exact_sums([exact_sum_state(value) for value in values], average=True)
 
 
-def _median(values: Sequence, separator: str | None):
+def _median(values: Sequence, errors: int, separator: str | None):
     # Numerics sort before every other literal and after IRIs and blank nodes: checking both ends
     # checks them all.
     if not values or not (is_numeric(values[0]) and is_numeric(values[-1])):
@@ -266,31 +309,40 @@ def _median(values: Sequence, separator: str | None):
     return values[(len(values) - 1) // 2]
 
 
-def _group_concat(values: Sequence, separator: str | None) -> Literal:
+def _group_concat(values: Sequence, errors: int, separator: str | None) -> Literal:
     return Literal((" " if separator is None else separator).join(fn.string_value(value)[0] for value in values))
 
 
-class Aggregate(NamedTuple):
-    """One aggregate: ``fold(values, separator)`` gives its term over the values sorted by
-    :func:`value_key` (None: unbound; an ``ExpressionError`` also leaves it unbound)."""
+# How an aggregate meets arguments in error (the module docstring gives each one's section).
+SKIP = "skip"  # errors are left out (COUNT removes them, SAMPLE picks a value that evaluated)
+FAIL = "fail"  # one error makes the aggregate an error
+FAIL_IF_COUNTED = "fail if counted"  # AVG: an error beside a value is an error; errors alone give 0
 
-    fold: Callable[[Sequence, str | None], Literal | None]
-    strict: bool  # an argument in error (or unbound) makes the whole aggregate an error
+
+class Aggregate(NamedTuple):
+    """One aggregate: ``fold(values, errors, separator)`` gives its term over the values sorted by
+    :func:`value_key` beside ``errors`` arguments in error, once ``errors`` (its rule for them,
+    ``SKIP``/``FAIL``/``FAIL_IF_COUNTED``) let it (None: unbound; an ``ExpressionError`` also leaves
+    it unbound)."""
+
+    fold: Callable[[Sequence, int, str | None], Literal | None]
+    errors: str
 
 
 AGGREGATES: dict[str, Aggregate] = {
-    "COUNT": Aggregate(_count, strict=False),
-    "SUM": Aggregate(_sum, strict=True),
-    "AVG": Aggregate(_avg, strict=True),
-    "MIN": Aggregate(_first, strict=True),
-    "MAX": Aggregate(_last, strict=True),
-    "SAMPLE": Aggregate(_first, strict=False),
-    "GROUP_CONCAT": Aggregate(_group_concat, strict=True),
-    "MEDIAN": Aggregate(_median, strict=True),
-    # Internal, no syntax: a partition's exact state of a SUM or AVG, and the two that merge those.
-    "EXACT_SUM": Aggregate(_exact_sum, strict=True),
-    "SUM_OF_EXACT": Aggregate(_sum_of_exact, strict=True),
-    "AVG_OF_EXACT": Aggregate(_avg_of_exact, strict=True),
+    "COUNT": Aggregate(_count, SKIP),
+    "SUM": Aggregate(_sum, FAIL),
+    "AVG": Aggregate(_avg, FAIL_IF_COUNTED),
+    "MIN": Aggregate(_first, FAIL),
+    "MAX": Aggregate(_last, FAIL),
+    "SAMPLE": Aggregate(_first, SKIP),
+    "GROUP_CONCAT": Aggregate(_group_concat, FAIL),
+    "MEDIAN": Aggregate(_median, FAIL),
+    # Internal, no syntax: a partition's exact state of a SUM or AVG (its errors counted in it, for
+    # the merge to apply SUM's or AVG's rule), and the two that merge those states.
+    "EXACT_SUM": Aggregate(_exact_sum, SKIP),
+    "SUM_OF_EXACT": Aggregate(_sum_of_exact, FAIL),
+    "AVG_OF_EXACT": Aggregate(_avg_of_exact, FAIL),
 }
 """The aggregates a plan may hold, by upper-case name."""
 
@@ -301,10 +353,10 @@ def finish(name: str, values: Sequence, errors: int, separator: str | None = Non
     aggregate = AGGREGATES.get(name)
     if aggregate is None:
         raise ValueError(f"unknown aggregate {name}")
-    if errors and aggregate.strict:
+    if errors and (aggregate.errors == FAIL or (aggregate.errors == FAIL_IF_COUNTED and values)):
         return None
     try:
-        return aggregate.fold(values, separator)
+        return aggregate.fold(values, errors, separator)
     except ExpressionError:
         return None
 

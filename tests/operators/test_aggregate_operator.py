@@ -438,5 +438,12 @@ def test_exact_partial_sums_merge_into_the_sum_and_average_of_the_whole(numbers,
     states = [finish("EXACT_SUM", share, 0) for share in shares]
     for whole, merged in (("SUM", "SUM_OF_EXACT"), ("AVG", "AVG_OF_EXACT")):
         assert finish(merged, states, 0) == finish(whole, terms, 0)
-    # A share in error (an unbound argument) makes its state, and then the merged SUM, an error.
-    assert finish("EXACT_SUM", shares[0], 1) is None and finish("SUM_OF_EXACT", states[1:], 1) is None
+    # A share with an argument in error (unbound) counts it in its state: merged, SUM is an error,
+    # and so is AVG beside a value; over errors alone AVG is 0 (§18.5.1.4), as over the whole.
+    errored = [finish("EXACT_SUM", shares[0], 1), *states[1:]]
+    for whole, merged in (("SUM", "SUM_OF_EXACT"), ("AVG", "AVG_OF_EXACT")):
+        assert finish(merged, errored, 0) == finish(whole, terms, 1)
+    assert finish("SUM_OF_EXACT", errored, 0) is None
+    assert finish("AVG_OF_EXACT", errored, 0) == (None if terms else integer(0))
+    # A partial state that is itself an error (a non-numeric value) makes both merges errors.
+    assert finish("SUM_OF_EXACT", states, 1) is None and finish("AVG_OF_EXACT", states, 1) is None
