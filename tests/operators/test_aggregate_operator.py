@@ -90,6 +90,11 @@ QUERIES = {
     "no GROUP BY": """
         SELECT (COUNT(*) AS ?c) (SUM(?x) AS ?s) (AVG(?x) AS ?av) (GROUP_CONCAT(?x) AS ?gc) (MIN(?x) AS ?mi)
         WHERE { ?g <http://ex.org/v> ?x }""",
+    "errors of inner expressions": """
+        SELECT ?g (COUNT(ABS(?x)) AS ?c) (COUNT(DISTINCT ABS(?x)) AS ?cd) (SUM(ABS(?x)) AS ?s)
+               (AVG(ABS(?x)) AS ?av) (AVG(DISTINCT ?x * 2) AS ?ad) (MIN(ABS(?x)) AS ?mi) (MAX(ABS(?x)) AS ?ma)
+               (SAMPLE(ABS(?x)) AS ?sa) (GROUP_CONCAT(STR(ABS(?x))) AS ?gc) (MEDIAN(ABS(?x)) AS ?me)
+        WHERE { ?g <http://ex.org/v> ?x } GROUP BY ?g""",
     "unnamed and failing keys": """
         SELECT (COUNT(?x) AS ?c) (MEDIAN(?x) AS ?me)
         WHERE { ?g <http://ex.org/v> ?x } GROUP BY (isIRI(?g)) (?x + 1 AS ?k)""",
@@ -282,6 +287,51 @@ def test_errors_unbind_strict_aggregates_and_are_skipped_by_count_and_sample():
     assert row == {"g": g, "c": integer(2), "sa": integer(1)}
     [row] = single_tick(query, [(g, ox.Literal("b")), (g, ox.Literal("a"))])
     assert row["gc"] == ox.Literal("a,b") and row["ma"] == ox.Literal("b") and "s" not in row
+
+
+# SPARQL 1.1 §18.5.1 (runtime.aggregates): COUNT removes the errors, AVG is 0 over errors alone
+# and an error beside a value otherwise, SUM/MIN/MAX/GROUP_CONCAT/MEDIAN fail on one error, SAMPLE
+# takes a value that evaluated. The W3C group :y of agg-err-01 (1, _:b2, 3, 4) is the last case.
+ERRORS_QUERY = """SELECT ?g (COUNT(ABS(?x)) AS ?c) (COUNT(DISTINCT ABS(?x)) AS ?cd) (COUNT(?x) AS ?cx)
+    (SUM(ABS(?x)) AS ?s) (AVG(ABS(?x)) AS ?av) (AVG(DISTINCT ABS(?x)) AS ?ad) (MIN(ABS(?x)) AS ?mi)
+    (MAX(ABS(?x)) AS ?ma) (SAMPLE(ABS(?x)) AS ?sa) (GROUP_CONCAT(STR(ABS(?x))) AS ?gc) (MEDIAN(ABS(?x)) AS ?me)
+    (AVG(?x) AS ?avx) (MIN(?x) AS ?mix) (MAX(?x) AS ?max)
+    WHERE { ?g <http://ex.org/v> ?x } GROUP BY ?g"""
+DECIMAL_TWO = ox.Literal("2", datatype=ox.NamedNode(XSD + "decimal"))
+ERROR_CASES = [
+    # Values and errors of ABS (a string, an IRI, unbound): COUNT counts the two values only.
+    ([integer(-1), ox.Literal("a"), integer(3), ox.NamedNode(EX + "i"), None],
+     {"c": integer(2), "cd": integer(2), "cx": integer(4), "sa": integer(1)}),
+    # Errors of ABS only: COUNT 0, AVG 0 (Count(M) = 0), everything else an error. AVG(?x) counts
+    # "a" and the IRI (values, not errors) and fails in Sum; MIN(?x) fails on the unbound ?x.
+    ([ox.Literal("a"), ox.NamedNode(EX + "i"), None],
+     {"c": integer(0), "cd": integer(0), "cx": integer(2), "av": integer(0), "ad": integer(0)}),
+    # Without the unbound one, MIN(?x) is the IRI (IRIs sort before literals).
+    ([ox.Literal("a"), ox.NamedNode(EX + "i")],
+     {"c": integer(0), "cd": integer(0), "cx": integer(2), "av": integer(0), "ad": integer(0),
+      "mix": ox.NamedNode(EX + "i"), "max": ox.Literal("a")}),
+    # Only unbound arguments: every COUNT 0, every AVG 0, the rest unbound.
+    ([None, None], {"c": integer(0), "cd": integer(0), "cx": integer(0), "av": integer(0), "ad": integer(0),
+                    "avx": integer(0)}),
+    # No error: the values themselves.
+    ([integer(-2), integer(2), integer(6)],
+     {"c": integer(3), "cd": integer(2), "cx": integer(3), "s": integer(10), "av": ox.Literal("3.333333333333333333", datatype=ox.NamedNode(XSD + "decimal")),
+      "ad": ox.Literal("4", datatype=ox.NamedNode(XSD + "decimal")), "mi": integer(2), "ma": integer(6),
+      "sa": integer(2), "gc": ox.Literal("2 2 6"), "me": integer(2), "avx": DECIMAL_TWO,
+      "mix": integer(-2), "max": integer(6)}),
+    # agg-err-01's :y: AVG(?x) is an error, MIN(?x) the blank node (not an error), MAX(?x) 4.
+    ([integer(1), ox.BlankNode("b2"), integer(3), integer(4)],
+     {"c": integer(3), "cd": integer(3), "cx": integer(4), "sa": integer(1), "mix": ox.BlankNode("b2"),
+      "max": integer(4)}),
+]
+
+
+@pytest.mark.parametrize("operator_class", [GroupAggregate, ReferenceGroupAggregate])
+@pytest.mark.parametrize(("values", "expected"), ERROR_CASES)
+def test_aggregate_errors_follow_sparql_11_section_18_5(operator_class, values, expected):
+    g = ox.NamedNode(EX + "g")
+    [row] = single_tick(ERRORS_QUERY, [(g, value) for value in values], operator_class)
+    assert row == {"g": g, **expected}
 
 
 def test_one_retraction_and_one_addition_per_changed_group_and_nothing_when_unchanged():
