@@ -4,7 +4,10 @@ Hypothesis draws an aggregation query over a stream window (every window kind; a
 with a second stream pattern and the static graph), with group keys that are variables or
 expressions, HAVING, SELECT expressions over aggregates, COUNT(DISTINCT …), no GROUP BY at all,
 and the DEBS 2015 Q1 shape without its ORDER BY/LIMIT; values include decimals and strings, on
-which SUM/AVG/MIN… fail. Two shapes read ``:w``, whose values mix every numeric type (integer,
+which SUM/AVG/MIN… fail. Three shapes draw ill-typed arguments: IRIs, strings and every numeric type
+under one aggregate, unbound ones (OPTIONAL), and errors of inner expressions (``COUNT(ABS(?n))``),
+where both modes must give SPARQL 1.1 §18.5's answer (``runtime.aggregates``; the re-evaluation
+through ``algebra.to_sparql``'s rewrites of COUNT and AVG). Two shapes read ``:w``, whose values mix every numeric type (integer,
 decimal, float, double) under SUM, AVG, MIN, MAX, MEDIAN and COUNT, with and without DISTINCT:
 there a float/double SUM or AVG may differ from pyoxigraph's by its rounding of each partial sum
 (``incremental_oracle.within_rounding``; the incremental mode gives the correctly rounded sum);
@@ -71,6 +74,20 @@ QUERIES = (
        WHERE { STREAM <{s0}> {w} { ?a :w ?n } } GROUP BY ?a""",
     """SELECT (SUM(?n) AS ?s) (AVG(DISTINCT ?n) AS ?ad) (MIN(DISTINCT ?n) AS ?mi) (MAX(?n) AS ?ma) (MEDIAN(?n) AS ?me)
        WHERE { STREAM <{s0}> {w} { ?a :w ?n } }""",
+    # Ill-typed arguments (SPARQL 1.1 §18.5, runtime.aggregates): every predicate, so IRIs, strings
+    # and every numeric type meet under one aggregate, and errors of an inner expression (ABS of a
+    # string or an IRI), which COUNT leaves out and AVG alone turns into 0.
+    """SELECT ?a (COUNT(ABS(?n)) AS ?ca) (COUNT(DISTINCT ABS(?n)) AS ?cd) (COUNT(?n) AS ?c) (SUM(ABS(?n)) AS ?s)
+              (AVG(ABS(?n)) AS ?av) (AVG(DISTINCT ?n) AS ?ad) (MIN(ABS(?n)) AS ?mi) (MAX(?n) AS ?ma)
+              (MAX(ABS(?n)) AS ?mab) (MEDIAN(ABS(?n)) AS ?me)
+       WHERE { STREAM <{s0}> {w} { ?a ?p ?n } } GROUP BY ?a""",
+    # Unbound arguments (an OPTIONAL static value), and errors alone without GROUP BY (:p's IRIs).
+    """SELECT ?a (COUNT(?o) AS ?co) (COUNT(DISTINCT ?o) AS ?cdo) (AVG(?o) AS ?ao) (SUM(?o) AS ?so) (MIN(?o) AS ?mio)
+              (MAX(?o) AS ?mao) (AVG(DISTINCT ABS(?o)) AS ?aao) (COUNT(?o + ?n) AS ?cs)
+       WHERE { STREAM <{s0}> {w} { ?a :v ?n } OPTIONAL { ?a :t ?o } } GROUP BY ?a""",
+    """SELECT (AVG(ABS(?o)) AS ?av) (COUNT(DISTINCT ABS(?o)) AS ?c) (SUM(?o) AS ?s) (SAMPLE(ABS(?o)) AS ?sa)
+              (AVG(?o) AS ?ao) (COUNT(?o) AS ?co)
+       WHERE { STREAM <{s0}> {w} { ?a :p ?o } }""",
     # DEBS 2015 Q1 without its ORDER BY/LIMIT (top-k is another operator).
     """PREFIX t: <{taxi}>
        SELECT ?pE ?pS ?dE ?dS (COUNT(?trip) AS ?freq)
