@@ -24,7 +24,8 @@ aggregate (``Aggregate.errors``):
   averages to ``0``; with one value that evaluated, an error makes Sum, hence AVG, an error.
 - ``MIN`` (§18.5.1.5, ``FAIL``): S ordered as ``ORDER BY ASC``, the first element: an error sorts
   lowest (§15.1: "no value assigned … to the expression"), so one error makes MIN an error; any
-  terms otherwise (``expressions.order_key``: blank nodes < IRIs < literals).
+  terms otherwise (``expressions.order_key``: blank nodes < IRIs < literals); unbound over no
+  solutions ("Min({}) = error"), as MAX.
 - ``MAX`` (§18.5.1.6, ``FAIL``): here the text has two readings, as its editor noted
   (public-sparql-dev, 2013-10-15, "MIN and MAX in face of errors"): ``ToList`` is not defined on
   an error (then MAX is an error, as MIN) or passes it through (then ORDER BY DESC puts it last and
