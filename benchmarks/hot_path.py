@@ -57,7 +57,7 @@ def child(query: str, mapping: str, trips: int) -> None:
         engine = Engine()
         digest = hashlib.sha256()
         engine.register(text).subscribe(
-            lambda e: digest.update(repr((e.time, sorted(sorted(row.items()) for row in e.rows))).encode())
+            lambda e: digest.update(repr((e.time, sorted(sorted((k, str(v)) for k, v in row.items()) for row in e.rows))).encode())
         )
         clock = time.perf_counter
         total = 0.0
