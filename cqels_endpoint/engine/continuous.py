@@ -369,6 +369,8 @@ class ContinuousQuery:
 
     def _deliver(self) -> BaseException | None:
         """Hands the pending emissions to the subscribers; returns the first callback error."""
+        if not self._outbox:  # the engine asks every query after every push: most have nothing
+            return None
         outbox, self._outbox = self._outbox, []
         failure = None
         for emission in outbox:
