@@ -21,13 +21,13 @@ cdef class EventFeed:
         self.on_insert = on_insert
         self.on_expire = on_expire
 
-    def offer(self, Router router, ids, int64_t t, int64_t tau, seqs):
+    def offer(self, Router router, ids, t, tau, seqs):
         """Routes the triples of ``ids`` with ``router`` and offers each match, in order, to its
         pattern's state at clock ``tau``: an admitted one goes to ``on_insert`` with the next
-        number of ``seqs``, what its insertion pushes out to ``on_expire``."""
+        number of ``seqs``, what its insertion pushes out to ``on_expire``. ``t`` and ``tau`` stay
+        Python ints: each call hands them on as they are, with no int made per call."""
         cdef const long long[:] view = ids
         cdef Py_ssize_t start
-        cdef int64_t s, p, o
         cdef int64_t triple[3]
         cdef const vector[int]* candidates
         cdef unordered_map[int64_t, vector[int]].iterator found
@@ -66,7 +66,7 @@ cdef class EventFeed:
                 for gone in expired:
                     self.on_expire(pattern_id, gone)
 
-    def expire(self, int64_t tau):
+    def expire(self, tau):
         """Every state drops what is out of its window at ``tau``, pattern by pattern, oldest first,
         each through ``on_expire``."""
         cdef Py_ssize_t pattern_id

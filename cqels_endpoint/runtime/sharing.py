@@ -23,6 +23,12 @@ and the other readers replay that result instead of applying it again (``CallLog
 A ``STREAM ?s`` pattern that static data restricts reads the streams its caches name, which each
 query learns when its own caches change: its window states are never shared.
 
+A query whose every window state has it as its only reader, with no size bound, no ``STREAM ?s``
+and no stream-wide count (``WindowReader.alone``), skips its readers: its ``runtime.feed.EventFeed``
+makes the calls on the states directly. With one reader nothing is logged, and the log's numbering
+is only relative (a reader joining gets ``next_call``), so the two ways may alternate; the query
+decides again whenever a reader joins or leaves (``SharedWindows.generation``).
+
 A bound on the triples of a window state (``Limits.max_window_triples``) is applied in ``offer``:
 a triple arriving at a full state is shed (not inserted, counted by each reader in ``shed``) or
 raises ``LimitExceeded``, as the limits say.
