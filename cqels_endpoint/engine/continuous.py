@@ -25,6 +25,7 @@ from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.query.windows import RangeWindow, WindowConfig, stream_wide, window_extent
+from cqels_endpoint.runtime.feed import EventFeed
 from cqels_endpoint.runtime.latency import LatencyHistogram
 from cqels_endpoint.runtime.routing import PatternSpec, Router
 from cqels_endpoint.runtime.sharing import WindowReader
@@ -90,6 +91,10 @@ class ContinuousQuery:
         # instance group's driver gets its windows after it is made): each counts every statement
         # of every event of a stream it reads.
         self._counting: list[tuple[StreamTriple, WindowReader]] | None = None
+        # The feed of the windows while the query reads them alone (``_fed``), and the generation
+        # of the shared-window registry it was decided at.
+        self._feed: EventFeed | None = None
+        self._feed_generation = -1
         self._route_constants: list[int] = []
         self._subscribers: list[Callable[[Emission], None]] = []
         self._json_only: list[Callable[[Emission], None]] = []  # those of the subscribers that read only JSON
@@ -195,6 +200,12 @@ class ContinuousQuery:
         else:
             tau = event.time if self.clock is None else max(event.time, self.clock)
         evaluator = self.evaluator
+        feed = self._fed()
+        if feed is not None:  # one call routes, inserts and expires (runtime.feed)
+            feed.offer(self._router(event.stream), event.ids, event.time, tau, seqs)
+            if self.schedule is None:
+                self._evaluate(tau)
+            return
         matched = self._route(event)
         if self._counting is None:
             self._counting = [(st, window) for st, window in zip(self.patterns, self.windows) if stream_wide(st.window)]
@@ -229,20 +240,7 @@ class ContinuousQuery:
         (``runtime.routing``); the ids of a ``STREAM ?s`` pattern's triple end with the id of the
         event's stream, the value of ``?s``."""
         dictionary = self.evaluator.dictionary
-        if self._specs is None:
-            self._specs = [_spec(st, dictionary, self._route_constants) for st in self.patterns]
-        if self._variable:
-            allowed = tuple(self.evaluator.streams_read(st.id) for st in self._variable)
-            if allowed != self._allowed:  # the static data restricting a STREAM ?s changed
-                self._routes, self._allowed = {}, allowed
-        router = self._routes.get(event.stream)
-        if router is None:
-            reading = {st.id for st, streams in zip(self._variable, self._allowed) if streams is None or event.stream in streams}
-            router = self._routes[event.stream] = Router([
-                spec for st, spec in zip(self.patterns, self._specs)
-                if st.id in reading or (st.variable is None and st.stream.value == event.stream)
-            ])
-        matched = router.route(event.ids)
+        matched = self._router(event.stream).route(event.ids)
         if not self._variable:
             return matched
         stream_id = self._stream_ids.get(event.stream)
@@ -253,6 +251,39 @@ class ContinuousQuery:
         return [
             (pattern_id, (*ids, stream_id) if pattern_id in variable else ids, index) for pattern_id, ids, index in matched
         ]
+
+    def _router(self, stream: str) -> Router:
+        """The router of the patterns reading ``stream`` now, made at its first event (and again
+        when the streams a ``STREAM ?s`` reads changed)."""
+        if self._specs is None:
+            self._specs = [_spec(st, self.evaluator.dictionary, self._route_constants) for st in self.patterns]
+        if self._variable:
+            allowed = tuple(self.evaluator.streams_read(st.id) for st in self._variable)
+            if allowed != self._allowed:  # the static data restricting a STREAM ?s changed
+                self._routes, self._allowed = {}, allowed
+        router = self._routes.get(stream)
+        if router is None:
+            reading = {st.id for st, streams in zip(self._variable, self._allowed) if streams is None or stream in streams}
+            router = self._routes[stream] = Router([
+                spec for st, spec in zip(self.patterns, self._specs)
+                if st.id in reading or (st.variable is None and st.stream.value == stream)
+            ])
+        return router
+
+    def _fed(self) -> EventFeed | None:
+        """The feed of this query's windows (``runtime.feed``) while it may bypass its window
+        readers: every pattern reads one named stream through a window no other query reads, with
+        no size bound and no stream-wide count; None otherwise (each reader makes the calls)."""
+        if not self.windows:
+            return None
+        registry = self.windows[0].registry
+        if self._feed_generation == registry.generation:
+            return self._feed
+        self._feed_generation, self._feed = registry.generation, None
+        if all(window.alone() and not stream_wide(st.window) for st, window in zip(self.patterns, self.windows)):
+            states = [window.state(st.stream.value) for st, window in zip(self.patterns, self.windows)]
+            self._feed = EventFeed(states, self.evaluator.on_insert, self.evaluator.on_expire)
+        return self._feed
 
     def _reads_stream(self, st: StreamTriple, stream: str) -> bool:
         """Whether pattern ``st`` reads ``stream`` now (after ``_route`` made the event's router)."""
@@ -270,9 +301,13 @@ class ContinuousQuery:
             self._evaluate(time if self.clock is None else max(time, self.clock))
 
     def _evaluate(self, tau: int) -> None:
-        for st, window in zip(self.patterns, self.windows):
-            for gone in window.expire(tau):
-                self.evaluator.on_expire(st.id, gone)
+        feed = self._fed()
+        if feed is not None:
+            feed.expire(tau)
+        else:
+            for st, window in zip(self.patterns, self.windows):
+                for gone in window.expire(tau):
+                    self.evaluator.on_expire(st.id, gone)
         if self.on_changes is not None:
             self.clock = tau
             self.evaluations += 1
@@ -334,6 +369,8 @@ class ContinuousQuery:
 
     def _deliver(self) -> BaseException | None:
         """Hands the pending emissions to the subscribers; returns the first callback error."""
+        if not self._outbox:  # the engine asks every query after every push: most have nothing
+            return None
         outbox, self._outbox = self._outbox, []
         failure = None
         for emission in outbox:

@@ -16,6 +16,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.errors import ArgumentError
 from cqels_endpoint.query.kinds import R2S
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.term_kinds import TermKind, kind_of
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import BlankNode, Var
@@ -175,8 +176,8 @@ class IdRows(EmittedRows):
 
     __slots__ = ("_decode_all", "_ids", "_release", "_template_writer", "_writer")
 
-    def __init__(self, ids: list[tuple], decode_all: Callable[[list[tuple]], list[Row]], writer: BindingsWriter,
-                 release: Callable[[], None], template_writer: TemplateWriter | None = None) -> None:
+    def __init__(self, ids: list[tuple], decode_all: Callable[[list[tuple]], list[Row]], writer: BindingsWriterPython,
+                 release: Callable[[], None], template_writer: TemplateWriterPython | None = None) -> None:
         super().__init__([])
         self._ids = ids
         self._decode_all = decode_all
@@ -227,10 +228,11 @@ class _IdTexts:
         return text
 
 
-class BindingsWriter:
+class BindingsWriterPython:
     """Writes rows of term ids (aligned with ``schema``, None for unbound) as SPARQL 1.1 JSON
     bindings, the text ``bindings_json`` gives for the decoded rows: each id's JSON is written once
-    (``_IdTexts``), and a row is the concatenation of its ids' texts."""
+    (``_IdTexts``), and a row is the concatenation of its ids' texts. The reference version of
+    ``BindingsWriter`` (compiled in ``runtime/_r2s.pyx`` unless ``CQELS_PURE_PYTHON=1``)."""
 
     __slots__ = ("_keys", "_texts")
 
@@ -251,11 +253,12 @@ class BindingsWriter:
 _VARIABLE, _BLANK, _CONSTANT = range(3)
 
 
-class TemplateWriter:
+class TemplateWriterPython:
     """Writes a CONSTRUCT template instantiated on rows of ids (aligned with ``schema``) as
     N-Triples: the triples ``instantiate`` makes of the decoded rows, in the same order, with the
     same ill-formed triples skipped (kinds read from the ids' type bits) and duplicates dropped;
-    blank nodes are fresh per row in both, so only their labels differ."""
+    blank nodes are fresh per row in both, so only their labels differ. The reference version of
+    ``TemplateWriter`` (compiled in ``runtime/_r2s.pyx`` unless ``CQELS_PURE_PYTHON=1``)."""
 
     __slots__ = ("_template", "_texts")
 
@@ -297,6 +300,13 @@ class TemplateWriter:
                 else:
                     lines.setdefault(" ".join(written) + " .\n")
         return "".join(lines)
+
+
+if use_pure_python():
+    BindingsWriter, TemplateWriter = BindingsWriterPython, TemplateWriterPython
+else:
+    with compiled_imports("R2S writers"):
+        from cqels_endpoint.runtime._r2s import BindingsWriter, TemplateWriter  # noqa: F401  (selected twins)
 
 
 def _ntriples_term(term: Term | ox.Triple) -> str:

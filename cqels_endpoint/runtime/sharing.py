@@ -23,6 +23,12 @@ and the other readers replay that result instead of applying it again (``CallLog
 A ``STREAM ?s`` pattern that static data restricts reads the streams its caches name, which each
 query learns when its own caches change: its window states are never shared.
 
+A query whose every window state has it as its only reader, with no size bound, no ``STREAM ?s``
+and no stream-wide count (``WindowReader.alone``), skips its readers: its ``runtime.feed.EventFeed``
+makes the calls on the states directly. With one reader nothing is logged, and the log's numbering
+is only relative (a reader joining gets ``next_call``), so the two ways may alternate; the query
+decides again whenever a reader joins or leaves (``SharedWindows.generation``).
+
 A bound on the triples of a window state (``Limits.max_window_triples``) is applied in ``offer``:
 a triple arriving at a full state is shed (not inserted, counted by each reader in ``shed``) or
 raises ``LimitExceeded``, as the limits say.
@@ -212,6 +218,21 @@ class WindowReader:
         """Names the window of ``stream`` in messages: its stream pattern and stream."""
         return f"the window of stream pattern {self._shared.key[1]} on <{stream}>"
 
+    def alone(self) -> bool:
+        """Whether this query reads its state alone, with no size bound and a single stream: its
+        calls can be made on the state itself (``state``), since no other reader replays them."""
+        shared = self._shared
+        return shared.readers == 1 and not shared.per_stream and self._registry.limits.max_window_triples is None
+
+    def state(self, stream: str) -> WindowState:
+        """The window state of ``stream``, for the calls of a lone reader (``alone``): with one
+        reader the call log stays empty and numbers nothing that another reader could replay."""
+        return self._shared.state(stream)
+
+    @property
+    def registry(self) -> SharedWindows:
+        return self._registry
+
     @property
     def state_key(self) -> Hashable:
         """Equal for the readers of one window state."""
@@ -231,6 +252,7 @@ class WindowReader:
         if self._closed:
             return
         self._closed = True
+        self._registry.generation += 1
         if self._shared.calls.leave(self._position) == 0:
             self._registry._drop(self._shared)
 
@@ -246,11 +268,15 @@ class SharedWindows:
     def __init__(self, limits: Limits | None = None) -> None:
         self._windows: dict[Hashable, SharedWindow] = {}
         self.limits = limits or Limits()
+        # Bumped whenever a reader joins or leaves a state: a query that bypasses its readers
+        # (``runtime.feed``) while it reads its states alone checks it has not changed.
+        self.generation = 0
 
     def readers(self, patterns: Sequence[StreamTriple], origin_ms: int | None, epoch: int) -> list[WindowReader]:
         """One reader per stream pattern of a query registered at ``epoch``, joining the window
         states of the identical queries registered at the same epoch (none for a query whose
         static data restricts a ``STREAM ?s``: module docstring)."""
+        self.generation += 1
         sig = signature(patterns)
         private = object() if any(st.restricted_by for st in patterns) else None
         readers = []

@@ -1,0 +1,195 @@
+# distutils: language = c++
+"""Compiled R2S writers: the twins of ``engine.emission``'s ``BindingsWriterPython`` and
+``TemplateWriterPython`` (the same text for the same rows). The text of each term id is written once
+from its term and kept, UTF-8, in a C++ hash map by id; an emission's rows are written into one C++
+string, read once into the Python text: no per-row or per-field Python string on the way."""
+
+from cython.operator cimport dereference as deref
+from libc.stdint cimport int64_t
+from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
+from libcpp.unordered_set cimport unordered_set
+from libcpp.vector cimport vector
+
+import json
+
+import pyoxigraph as ox
+
+# Template positions (emission._template_part): a row's column, a blank node, a constant.
+cdef enum:
+    VARIABLE = 0
+    BLANK = 1
+    CONSTANT = 2
+
+# Term kinds as emission.TemplateWriterPython reads them from an id's type bits (term_kinds.py).
+cdef enum:
+    TYPE_SHIFT = 58
+    TYPE_MASK = 0x1F
+    KIND_IRI = 0
+    KIND_BLANK_NODE = 1
+    KIND_OTHER = -1
+
+
+cdef class _IdTexts:
+    """A text per term id (emission._IdTexts), bounded: cleared when full."""
+
+    cdef object _dictionary
+    cdef object _write
+    cdef unordered_map[int64_t, string] _texts
+    cdef size_t _capacity
+
+    def __init__(self, dictionary, write, size_t capacity):
+        self._dictionary = dictionary
+        self._write = write
+        self._capacity = capacity
+
+    cdef const string* text(self, int64_t term_id) except NULL:
+        cdef unordered_map[int64_t, string].iterator found = self._texts.find(term_id)
+        if found != self._texts.end():
+            return &deref(found).second
+        cdef string text = (<str>self._write(self._dictionary.decode(term_id))).encode("utf-8")
+        if self._texts.size() >= self._capacity:
+            self._texts.clear()
+        self._texts[term_id] = text
+        return &self._texts[term_id]
+
+
+cdef class BindingsWriter:
+    """Rows of term ids as the JSON text of a SPARQL 1.1 JSON ``bindings`` array (see
+    emission.BindingsWriterPython)."""
+
+    cdef vector[string] _keys
+    cdef _IdTexts _texts
+
+    def __init__(self, dictionary, schema, capacity=1 << 16):
+        from cqels_endpoint.engine.emission import term_json
+
+        for name in schema:
+            self._keys.push_back((json.dumps(name, ensure_ascii=False) + ": ").encode("utf-8"))
+        self._texts = _IdTexts(dictionary, lambda term: json.dumps(term_json(term), ensure_ascii=False), capacity)
+
+    def write(self, rows):
+        cdef string out = b"["
+        cdef size_t column, width = self._keys.size()
+        cdef bint first_row = True, first_field
+        cdef tuple values
+        for row in rows:
+            values = tuple(row)
+            if not first_row:
+                out.append(b", ")
+            first_row = False
+            out.append(b"{")
+            first_field = True
+            for column in range(min(width, <size_t>len(values))):
+                value = values[column]
+                if value is None:
+                    continue
+                if not first_field:
+                    out.append(b", ")
+                first_field = False
+                out.append(self._keys[column])
+                out.append(self._texts.text(value)[0])
+            out.append(b"}")
+        out.append(b"]")
+        return out.decode("utf-8")
+
+
+cdef struct Part:
+    int what  # VARIABLE, BLANK or CONSTANT
+    int column  # VARIABLE: the row's column
+    int blank  # BLANK: the label's index among the template's blank nodes
+    int kind  # CONSTANT: KIND_IRI, KIND_BLANK_NODE or KIND_OTHER
+    bint term  # CONSTANT: whether it is a term at all (an ill-formed literal is not)
+    string text  # CONSTANT: its N-Triples text
+
+
+cdef int kind_of(int64_t term_id):
+    if term_id < 0:
+        return KIND_OTHER  # an inline id is a literal
+    cdef int code = (term_id >> TYPE_SHIFT) & TYPE_MASK
+    return code if code == KIND_IRI or code == KIND_BLANK_NODE else KIND_OTHER
+
+
+cdef class TemplateWriter:
+    """A CONSTRUCT template on rows of term ids as N-Triples (see emission.TemplateWriterPython)."""
+
+    cdef vector[vector[Part]] _template
+    cdef int _blanks
+    cdef _IdTexts _texts
+
+    def __init__(self, dictionary, schema, template, capacity=1 << 16):
+        from cqels_endpoint.engine.emission import _ntriples_term, _template_part
+        from cqels_endpoint.runtime.term_kinds import TermKind
+
+        positions = {name: i for i, name in enumerate(schema)}
+        self._texts = _IdTexts(dictionary, _ntriples_term, capacity)
+        labels = {}
+        cdef vector[Part] parts
+        cdef Part part
+        for pattern in template:
+            parts.clear()
+            for term in (pattern.subject, pattern.predicate, pattern.object):
+                what, value, kind = _template_part(term, positions)
+                part.what, part.column, part.blank, part.kind, part.term = what, 0, 0, KIND_OTHER, True
+                part.text = b""
+                if what == VARIABLE:
+                    part.column = value
+                elif what == BLANK:
+                    part.blank = labels.setdefault(value, len(labels))
+                    part.kind = KIND_BLANK_NODE
+                elif value is None:
+                    part.term = False
+                else:
+                    part.text = value.encode("utf-8")
+                    part.kind = KIND_IRI if kind is TermKind.IRI else KIND_BLANK_NODE if kind is TermKind.BLANK_NODE else KIND_OTHER
+                parts.push_back(part)
+            self._template.push_back(parts)
+        self._blanks = len(labels)
+
+    def write(self, rows):
+        cdef string out, line
+        cdef unordered_set[string] seen
+        cdef vector[string] fresh
+        cdef size_t p
+        cdef int position, kind
+        cdef bint formed
+        cdef tuple values
+        cdef const string* text
+        cdef Part* part
+        for row in rows:
+            values = tuple(row)
+            fresh.assign(self._blanks, b"")  # fresh blank nodes per row, made when first used
+            for p in range(self._template.size()):
+                line.clear()
+                formed = True
+                for position in range(3):
+                    part = &self._template[p][position]
+                    if part.what == VARIABLE:
+                        value = values[part.column]
+                        if value is None:
+                            formed = False
+                            break
+                        kind = kind_of(value)
+                        text = self._texts.text(value)
+                    elif part.what == BLANK:
+                        if fresh[part.blank].empty():
+                            fresh[part.blank] = str(ox.BlankNode()).encode("utf-8")
+                        kind = KIND_BLANK_NODE
+                        text = &fresh[part.blank]
+                    else:
+                        if not part.term:
+                            formed = False
+                            break
+                        kind = part.kind
+                        text = &part.text
+                    if (position == 0 and kind == KIND_OTHER) or (position == 1 and kind != KIND_IRI):
+                        formed = False
+                        break
+                    if position:
+                        line.append(b" ")
+                    line.append(text[0])
+                if formed:
+                    line.append(b" .\n")
+                    if seen.insert(line).second:
+                        out.append(line)
+        return out.decode("utf-8")
