@@ -31,6 +31,7 @@ from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.runtime.encoding import decode_inline
 from cqels_endpoint.runtime.functions.extensions import custom_functions
+from cqels_endpoint.runtime.untracked import untrack_row
 from cqels_endpoint.terms import IRI
 
 StaticSource = object
@@ -182,7 +183,10 @@ def compute_cache(cache: StaticCache, static: StaticSource) -> list[tuple]:
     text = cache.sparql
     if cache.select is not None and needs_store_graphs(cache.select):
         text = to_sparql(cache.select, store_graphs=store_graph_iris(static))
-    return [tuple(solution[name] for name in cache.schema) for solution in static_solutions(static, text)]
+    # Each row leaves the cyclic collector as it is made (runtime.untracked): a cache is long-lived,
+    # and a million tracked rows would make every full collection, during this build and after, a
+    # pause of the whole process.
+    return [untrack_row(tuple(solution[name] for name in cache.schema)) for solution in static_solutions(static, text)]
 
 
 def store_graph_iris(store: StaticSource) -> tuple[IRI, ...] | None:
