@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections import Counter
 
 import pyoxigraph as ox
 import pytest
