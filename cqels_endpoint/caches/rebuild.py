@@ -60,7 +60,8 @@ class CacheState:
     at least that version); ``stale`` says a later change it reads has not been swapped in yet;
     ``installing`` that a rebuild's difference is being applied; ``content`` the rows (of terms)
     installed (a list, or the ``ParquetRows`` of a large Spark build: its files live as long as it
-    is installed), which the next rebuild is diffed against; ``last_error``/``last_error_at_ms`` the
+    is installed), which the next rebuild is diffed against (its rows and terms are untracked by the
+    cyclic collector, ``runtime.untracked``); ``last_error``/``last_error_at_ms`` the
     last failed build since the last one that succeeded.
     """
 
