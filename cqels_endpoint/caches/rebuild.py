@@ -33,13 +33,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.caches.delta import CHUNK_ROWS, CacheDelta, bag_delta
-from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, ParquetRows, Rows
+from cqels_endpoint.caches.delta import CacheDelta, bag_delta
+from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, ParquetRows, RowChunks, Rows
 from cqels_endpoint.caches.graphs import GraphsRead, graphs_read
 from cqels_endpoint.plan.nodes import StaticCache
 
@@ -199,6 +199,8 @@ class CacheRebuilder:
         started = time.perf_counter()
         build = self.engine.build(node, algebra, self.store)
         _check(node, build)
+        if not isinstance(build.rows, ParquetRows):
+            build = replace(build, rows=RowChunks(build.rows))
         duration = (time.perf_counter() - started) * 1000
         with self._cond:
             self._counts["builds"] += 1
@@ -399,14 +401,13 @@ class CacheRebuilder:
 
 
 def _free(rows: Rows) -> None:
-    """Frees the rows of a replaced build a part at a time, when nothing but this call refers to
-    them (another cache, an identical build's, may still hold them). The last reference to a list of
-    a million rows of terms, dropped at once, frees them all in one C call, the GIL held for about
-    0.3 s: a pause of every push. Between two parts, other threads get the GIL."""
+    """Frees the rows of a replaced build a chunk at a time, when nothing but this call refers to
+    them (another cache, an identical build's, may still hold them). The last reference to a million
+    rows of terms, dropped at once, frees them all in one C call, the GIL held for about 0.3 s: a
+    pause of every push. Between two chunks, other threads get the GIL."""
     # 2: this frame's reference and getrefcount's argument; the caller handed its own over.
-    if isinstance(rows, list) and sys.getrefcount(rows) == 2:
-        while rows:
-            del rows[-CHUNK_ROWS:]
+    if isinstance(rows, RowChunks) and sys.getrefcount(rows) == 2:
+        rows.release()
 
 
 def _check(node: StaticCache, build: CacheBuild) -> None:

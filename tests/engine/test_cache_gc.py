@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from incremental_oracle import static_store
 
 from cqels_endpoint import Engine
-from cqels_endpoint.caches.engines import compute_cache
+from cqels_endpoint.caches.engines import RowChunks, compute_cache
 from cqels_endpoint.operators.static_cache import LeafIds
 from cqels_endpoint.runtime.compiled import use_pure_python
 from cqels_endpoint.runtime.encoding import TermDictionary
@@ -200,3 +200,32 @@ def test_leaf_ids_behave_as_a_list_of_ids_per_row(operations: list) -> None:
         assert list(leaf_ids.items()) == list(model.items())
         assert len(leaf_ids) == sum(map(len, model.values()))
         assert all(((k,) in leaf_ids) == ((k,) in model) for k in range(4))
+
+
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 9)), max_size=40),
+    size=st.integers(1, 7),
+    start=st.integers(-45, 45) | st.none(),
+    stop=st.integers(-45, 45) | st.none(),
+    step=st.sampled_from([None, 1, 2, -1]),
+)
+def test_row_chunks_read_as_the_list_they_were_made_from(rows: list, size: int, start, stop, step) -> None:
+    chunks = RowChunks(rows, size)
+    assert len(chunks) == len(rows) and list(chunks) == rows
+    assert chunks[start:stop:step] == rows[start:stop:step]
+    for index in (start, stop):
+        if index is not None and -len(rows) <= index < len(rows):
+            assert chunks[index] == rows[index]
+        elif index is not None:
+            with pytest.raises(IndexError):
+                chunks[index]
+    chunks.release()
+    assert len(chunks) == 0 and list(chunks) == []
+
+
+@compiled_only
+def test_kept_rows_add_nothing_to_a_full_collection() -> None:
+    rows = RowChunks([untrack_row((ox.NamedNode(f"{EX}{i}"), None)) for i in range(25_000)], 10_000)
+    gc.collect()  # CPython untracks a tuple of untracked values when it first sees it
+    assert [len(chunk) for chunk in rows._chunks] == [10_000, 10_000, 5_000]
+    assert not any(gc.is_tracked(chunk) for chunk in rows._chunks)
