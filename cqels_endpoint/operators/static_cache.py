@@ -44,11 +44,8 @@ class StaticCache(Source):
         self._next_leaf = -1
         self.replacements = 0
         # A change being staged: its deltas, and the rows it removed (their references are kept
-        # until the tick after the one that sends the -1 downstream, as for replace()). The deltas
-        # are plain ``(row, sign, lineage)`` tuples until released: CPython untracks a tuple of
-        # untracked values (a ``Delta`` stays tracked), and 200,000 staged rows of tracked objects
-        # made the collector walk them again and again while a large change was staged.
-        self._staged: list[tuple] = []
+        # until the tick after the one that sends the -1 downstream, as for replace()).
+        self._staged: list[Delta] = []
         self._staged_removed: list[tuple] = []
 
     def replace(self, rows: Iterable[tuple]) -> None:
@@ -98,7 +95,7 @@ class StaticCache(Source):
         staged, ids_of_row, leaf = self._staged, self._ids_of_row, self._next_leaf
         for row in added:
             ids_of_row.add(row, leaf)
-            staged.append((row, 1, (leaf,)))
+            staged.append(Delta(row, 1, (leaf,)))
             leaf -= 1
         self._next_leaf = leaf
         self.inputs_seen += len(added)
@@ -106,7 +103,7 @@ class StaticCache(Source):
             if row not in ids_of_row:
                 msg = f"{self.label}: row {row} leaves the cache but is not in it"
                 raise OperatorError(msg)
-            staged.append((row, -1, (ids_of_row.pop(row),)))
+            staged.append(Delta(row, -1, (ids_of_row.pop(row),)))
             self._staged_removed.append(row)
         self.inputs_seen += len(removed)
 
@@ -125,7 +122,7 @@ class StaticCache(Source):
     def release_staged(self) -> None:
         """The change staged so far goes downstream with the next tick, as one change."""
         self.replacements += 1
-        self._pending.extend(map(Delta._make, self._staged))
+        self._pending.extend(self._staged)
         self._released.extend(self._staged_removed)
         self._staged, self._staged_removed = [], []
 
