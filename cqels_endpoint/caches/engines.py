@@ -146,7 +146,8 @@ class RowChunks(Sequence):
 
 
 Rows = Sequence[tuple] | ParquetRows
-"""The rows of a build: tuples of pyoxigraph terms (None: unbound), in a list or in Parquet files."""
+"""The rows of a build: tuples of pyoxigraph terms (None: unbound), in a list (a ``RowChunks`` once
+the rebuild manager keeps it) or in Parquet files."""
 
 
 def parse_terms(texts: list[str], batch: int = 100_000) -> list:
