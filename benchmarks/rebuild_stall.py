@@ -18,7 +18,11 @@ writes and waits for each rebuild to be installed (``wait_for_caches``):
 
 Per phase (quiet, each rebuild from the write to the install done): pushes, and the push
 latency p50 / p99 / max, as the time of the ``push`` call and as the time from the moment the
-push was due (which also counts the pushes that could not start while an earlier one was stuck).
+push was due (which also counts the pushes that could not start while an earlier one was stuck);
+and the cyclic garbage collector's runs that started in the phase (``gc.callbacks``): how many were
+full (generation 2) collections, the longest run of any generation (wall time), the most CPU time
+one run took (on a loaded machine the wall time also counts the wait for a core) and the wall time
+of all; with, at the end, how many objects the collector tracks (``len(gc.get_objects())``).
 Each checkout runs in its own process (``--baseline``: another built checkout, e.g. the commit
 before the change, made with ``git worktree add /tmp/base HEAD`` and the compiled extensions
 copied in), one after the other on the same machine; both must end with caches of the same size.
@@ -27,6 +31,7 @@ copied in), one after the other on the same machine; both must end with caches o
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -70,6 +75,22 @@ def run_child(triples: int, rate: float, quiet_s: float) -> dict:
     query = engine.register(QUERY, name="q")
     register_s = time.perf_counter() - started
     pushes: list[tuple[float, float, float]] = []  # (due, started, ended), perf_counter seconds
+    # (started, wall ms, CPU ms of its thread, generation) of each cyclic GC run: on a loaded
+    # machine a run's wall time also counts the time its thread waited for a core.
+    collections: list[tuple[float, float, float, int]] = []
+    collecting: dict[int, tuple[float, float]] = {}
+
+    def on_gc(phase: str, info: dict) -> None:
+        thread = threading.get_ident()
+        if phase == "start":
+            collecting[thread] = (time.perf_counter(), time.thread_time())
+        elif thread in collecting:
+            begun, cpu = collecting.pop(thread)
+            collections.append(
+                (begun, (time.perf_counter() - begun) * 1000, (time.thread_time() - cpu) * 1000, info["generation"])
+            )
+
+    gc.callbacks.append(on_gc)
     stop = threading.Event()
 
     def pusher() -> None:
@@ -108,8 +129,10 @@ def run_child(triples: int, rate: float, quiet_s: float) -> dict:
     finally:
         stop.set()
         thread.join()
+        gc.callbacks.remove(on_gc)
     [stats] = engine.cache_stats()
     size = len(query.snapshot())
+    tracked = len(gc.get_objects())
     engine.close()
     result = {
         "package": str(Path(cqels_endpoint.__file__).parent),
@@ -119,17 +142,23 @@ def run_child(triples: int, rate: float, quiet_s: float) -> dict:
         "rebuilds": stats["rebuilds"],
         "snapshot_rows": size,
         "write_s": write_s,
+        "tracked": tracked,
         "phases": {},
     }
     for name, (begin, end) in phases.items():
         taken = [(due, begun, ended) for due, begun, ended in pushes if begin <= due <= end]
         calls = [(ended - begun) * 1000 for _, begun, ended in taken]
         due_to_done = [(ended - due) * 1000 for due, _, ended in taken]
+        runs = [(ms, cpu, generation) for started, ms, cpu, generation in collections if begin <= started <= end]
         result["phases"][name] = {
             "seconds": end - begin,
             "pushes": len(taken),
             "call": [percentile(calls, 0.5), percentile(calls, 0.99), max(calls, default=float("nan"))],
             "from_due": [percentile(due_to_done, 0.5), percentile(due_to_done, 0.99), max(due_to_done, default=float("nan"))],
+            "full_gcs": sum(1 for _, _, generation in runs if generation == 2),
+            "gc_max": max((ms for ms, _, _ in runs), default=0.0),
+            "gc_cpu_max": max((cpu for _, cpu, _ in runs), default=0.0),
+            "gc_total": sum(ms for ms, _, _ in runs),
         }
     return result
 
@@ -158,8 +187,9 @@ def report(runs: dict[str, dict], args: argparse.Namespace, load: str) -> str:
         + (f" --baseline {args.baseline}`" if args.baseline else "`")
         + f"; one push thread at {args.rate:g} events/s, server-less, cache of {next(iter(sizes))[0]:,} rows.",
         "",
-        "| checkout | phase | seconds | pushes | call p50 (ms) | p99 | max | from due p50 (ms) | p99 | max |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| checkout | phase | seconds | pushes | call p50 (ms) | p99 | max | from due p50 (ms) | p99 | max "
+        "| full GCs | longest GC (ms) | most GC CPU (ms) | all GC (ms) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, run in runs.items():
         for phase, figures in run["phases"].items():
@@ -167,12 +197,19 @@ def report(runs: dict[str, dict], args: argparse.Namespace, load: str) -> str:
             lines.append(
                 f"| {label} | {phase} | {figures['seconds']:.1f} | {figures['pushes']} | "
                 + " | ".join(f"{v:.2f}" for v in (*call, *due))
-                + " |"
+                + f" | {figures['full_gcs']} | {figures['gc_max']:.1f} | {figures['gc_cpu_max']:.1f} | {figures['gc_total']:.0f} |"
             )
-    lines += ["", "| checkout | load (s) | register (s) | write one triple (s) | write a tenth (s) |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| checkout | load (s) | register (s) | write one triple (s) | write a tenth (s) | GC-tracked objects at the end |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for label, run in runs.items():
         writes = run["write_s"]
-        lines.append(f"| {label} | {run['load_s']:.1f} | {run['register_s']:.1f} | {writes['one triple']:.2f} | {writes['a tenth replaced']:.2f} |")
+        lines.append(
+            f"| {label} | {run['load_s']:.1f} | {run['register_s']:.1f} | {writes['one triple']:.2f} | "
+            f"{writes['a tenth replaced']:.2f} | {run['tracked']:,} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -54,8 +54,8 @@ class CacheDelta:
         for part in chunks(self.removed, size):
             yield [], part
 
-# Rows counted per call: one Counter call over a million rows runs in C without a chance for
-# another thread to take the GIL, which would stall every push for its whole duration.
+# Rows read per part: a part of a Parquet build is decoded in one go, and a slice of a list is one
+# C call; a million at once would hold the GIL (a pause of every push) for its whole duration.
 CHUNK_ROWS = 10_000
 
 
@@ -64,11 +64,17 @@ def bag_delta(old: Rows, new: Rows) -> CacheDelta | MergedDelta:
     parquet = [rows for rows in (old, new) if isinstance(rows, ParquetRows)]
     if parquet and all(rows.sorted_by_key for rows in parquet):
         return MergedDelta(old, new)
-    counts: Counter = Counter()
+    # A plain dict, not a Counter (a Counter is always GC-tracked): with keys the untracked rows of
+    # a build and int values, CPython leaves it untracked, and a young collection does not visit
+    # its million entries while it is being filled.
+    counts: dict[tuple, int] = {}
+    get = counts.get
     for part in chunks(new, CHUNK_ROWS):
-        counts.update(map(tuple, part))
+        for row in map(tuple, part):
+            counts[row] = get(row, 0) + 1
     for part in chunks(old, CHUNK_ROWS):
-        counts.subtract(map(tuple, part))
+        for row in map(tuple, part):
+            counts[row] = get(row, 0) - 1
     added = [row for row, count in counts.items() for _ in range(count) if count > 0]
     removed = [row for row, count in counts.items() for _ in range(-count) if count < 0]
     return CacheDelta(added, removed)

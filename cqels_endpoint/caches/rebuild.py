@@ -29,16 +29,17 @@ with the store's lock held and take only the manager's lock.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.caches.delta import CacheDelta, bag_delta
-from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, ParquetRows, Rows
+from cqels_endpoint.caches.engines import CacheBuild, CacheEngine, ParquetRows, RowChunks, Rows
 from cqels_endpoint.caches.graphs import GraphsRead, graphs_read
 from cqels_endpoint.plan.nodes import StaticCache
 
@@ -59,7 +60,8 @@ class CacheState:
     at least that version); ``stale`` says a later change it reads has not been swapped in yet;
     ``installing`` that a rebuild's difference is being applied; ``content`` the rows (of terms)
     installed (a list, or the ``ParquetRows`` of a large Spark build: its files live as long as it
-    is installed), which the next rebuild is diffed against; ``last_error``/``last_error_at_ms`` the
+    is installed), which the next rebuild is diffed against (its rows and terms are untracked by the
+    cyclic collector, ``runtime.untracked``); ``last_error``/``last_error_at_ms`` the
     last failed build since the last one that succeeded.
     """
 
@@ -197,6 +199,8 @@ class CacheRebuilder:
         started = time.perf_counter()
         build = self.engine.build(node, algebra, self.store)
         _check(node, build)
+        if not isinstance(build.rows, ParquetRows):
+            build = replace(build, rows=RowChunks(build.rows))
         duration = (time.perf_counter() - started) * 1000
         with self._cond:
             self._counts["builds"] += 1
@@ -351,11 +355,17 @@ class CacheRebuilder:
             if not swapped:
                 return
             group.attempts = 0
+            replaced = [state.content for state, _, _ in results]
             for state, build, duration in results:
                 state.record(build, version, duration)
                 state.rebuilds += 1
                 state.last_error = state.last_error_at_ms = None
                 state.stale = state in group.dirty  # a change during the build is still to come
+        # The deltas refer to rows of the replaced builds: dropped first, so that what frees those
+        # rows is the loop below.
+        del deltas
+        while replaced:
+            _free(replaced.pop())
 
     def _installing(self, states: list[CacheState], installing: bool) -> None:
         with self._cond:
@@ -388,6 +398,16 @@ class CacheRebuilder:
 
     def _version(self) -> int:
         return 0 if self.store is None else self.store.version
+
+
+def _free(rows: Rows) -> None:
+    """Frees the rows of a replaced build a chunk at a time, when nothing but this call refers to
+    them (another cache, an identical build's, may still hold them). The last reference to a million
+    rows of terms, dropped at once, frees them all in one C call, the GIL held for about 0.3 s: a
+    pause of every push. Between two chunks, other threads get the GIL."""
+    # 2: this frame's reference and getrefcount's argument; the caller handed its own over.
+    if isinstance(rows, RowChunks) and sys.getrefcount(rows) == 2:
+        rows.release()
 
 
 def _check(node: StaticCache, build: CacheBuild) -> None:

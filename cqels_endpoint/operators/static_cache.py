@@ -14,7 +14,7 @@ columns, so stream rows probe the cache by index.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from cqels_endpoint.errors import OperatorError
@@ -40,7 +40,7 @@ class StaticCache(Source):
         on_release: Callable[[tuple], None] | None = None,
     ) -> None:
         super().__init__(schema, label or "static cache", on_release)
-        self._ids_of_row: dict[tuple, list[int]] = {}
+        self._ids_of_row = LeafIds()
         self._next_leaf = -1
         self.replacements = 0
         # A change being staged: its deltas, and the rows it removed (their references are kept
@@ -61,23 +61,24 @@ class StaticCache(Source):
         self.replacements += 1
         self.inputs_seen += sum(wanted.values())
         released_now: list[tuple] = []
-        for row, leaf_ids in list(self._ids_of_row.items()):
+        ids_of_row = self._ids_of_row
+        for row, leaf_ids in list(ids_of_row.items()):
             keep = wanted.pop(row, 0)
             surplus = len(leaf_ids) - keep
             if surplus > 0:
-                for leaf in leaf_ids[keep:]:
+                # The ids beyond the first ``keep`` leave, in the order they were added.
+                leaving = [ids_of_row.pop(row) for _ in range(surplus)]
+                for leaf in reversed(leaving):
                     self._pending.append(Delta(row, -1, (leaf,)))
                     self._released.append(row)
-                del leaf_ids[keep:]
                 released_now.extend([row] * keep)
             else:
                 released_now.extend([row] * len(leaf_ids))
                 for _ in range(-surplus):
-                    leaf_ids.append(self._add(row))
-            if not leaf_ids:
-                del self._ids_of_row[row]
+                    ids_of_row.add(row, self._add(row))
         for row, count in wanted.items():
-            self._ids_of_row[row] = [self._add(row) for _ in range(count)]
+            for _ in range(count):
+                ids_of_row.add(row, self._add(row))
         if self._on_release is not None:
             for row in released_now:
                 self._on_release(row)
@@ -93,19 +94,16 @@ class StaticCache(Source):
             raise OperatorError(msg)
         staged, ids_of_row, leaf = self._staged, self._ids_of_row, self._next_leaf
         for row in added:
-            ids_of_row.setdefault(row, []).append(leaf)
+            ids_of_row.add(row, leaf)
             staged.append(Delta(row, 1, (leaf,)))
             leaf -= 1
         self._next_leaf = leaf
         self.inputs_seen += len(added)
         for row in removed:
-            leaf_ids = self._ids_of_row.get(row)
-            if not leaf_ids:
+            if row not in ids_of_row:
                 msg = f"{self.label}: row {row} leaves the cache but is not in it"
                 raise OperatorError(msg)
-            staged.append(Delta(row, -1, (leaf_ids.pop(),)))
-            if not leaf_ids:
-                del self._ids_of_row[row]
+            staged.append(Delta(row, -1, (ids_of_row.pop(row),)))
             self._staged_removed.append(row)
         self.inputs_seen += len(removed)
 
@@ -114,14 +112,11 @@ class StaticCache(Source):
         before; the references of the rows it added, never sent downstream, are handed back."""
         for row, sign, (leaf,) in reversed(self._staged):
             if sign > 0:
-                leaf_ids = self._ids_of_row[row]
-                leaf_ids.remove(leaf)
-                if not leaf_ids:
-                    del self._ids_of_row[row]
+                self._ids_of_row.remove(row, leaf)
                 if self._on_release is not None:
                     self._on_release(row)
             else:
-                self._ids_of_row.setdefault(row, []).append(leaf)
+                self._ids_of_row.add(row, leaf)
         self._staged, self._staged_removed = [], []
 
     def release_staged(self) -> None:
@@ -156,11 +151,73 @@ class StaticCache(Source):
 
     def close(self) -> None:
         super().close()
-        self._ids_of_row = {}
+        self._ids_of_row = LeafIds()
         self._staged, self._staged_removed = [], []
 
     def __len__(self) -> int:
-        return sum(len(leaf_ids) for leaf_ids in self._ids_of_row.values())
+        return len(self._ids_of_row)
 
     def counters(self) -> dict[str, Any]:
         return {**super().counters(), "size": len(self), "replacements": self.replacements}
+
+
+class LeafIds:
+    """The leaf ids of each cached row (a bag: a row held n times has n ids), kept out of the cyclic
+    garbage collector for rows held once.
+
+    A list per row would be a million GC-tracked objects in a cache of a million rows, walked by
+    every full collection (``runtime.untracked``). Here a row held once costs one entry of ``_first``
+    (row → id: a tuple of ints, which CPython untracks, and an int), and only the ids beyond the
+    first of a row held several times are in a list (``_more``, never empty).
+    """
+
+    def __init__(self) -> None:
+        self._first: dict[tuple, int] = {}
+        self._more: dict[tuple, list[int]] = {}
+        self._size = 0
+
+    def __len__(self) -> int:
+        """All ids: the size of the bag."""
+        return self._size
+
+    def __contains__(self, row: tuple) -> bool:
+        return row in self._first
+
+    def add(self, row: tuple, leaf: int) -> None:
+        if row in self._first:
+            self._more.setdefault(row, []).append(leaf)
+        else:
+            self._first[row] = leaf
+        self._size += 1
+
+    def pop(self, row: tuple) -> int:
+        """One id of ``row`` (which must be held), the last added first; removed."""
+        more = self._more.get(row)
+        if more:
+            leaf = more.pop()
+            if not more:
+                del self._more[row]
+        else:
+            leaf = self._first.pop(row)
+        self._size -= 1
+        return leaf
+
+    def remove(self, row: tuple, leaf: int) -> None:
+        """Removes the id ``leaf`` of ``row`` (both held)."""
+        more = self._more.get(row)
+        if self._first[row] == leaf:
+            if more:
+                self._first[row] = more.pop(0)
+            else:
+                del self._first[row]
+        else:
+            more.remove(leaf)
+        if more is not None and not more:
+            del self._more[row]
+        self._size -= 1
+
+    def items(self) -> Iterator[tuple[tuple, list[int]]]:
+        """``(row, its ids)`` for every row held."""
+        more = self._more
+        for row, leaf in self._first.items():
+            yield row, [leaf, *more[row]] if row in more else [leaf]

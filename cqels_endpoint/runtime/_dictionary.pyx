@@ -44,6 +44,7 @@ from cqels_endpoint.runtime.term_kinds import kind_of
 
 cdef extern from "Python.h":
     Py_hash_t _Py_HashBytes(const void* data, Py_ssize_t length)
+    void PyObject_GC_UnTrack(void* op)
 
 cdef extern from "<string.h>":
     void* memmem(const void* haystack, size_t n, const void* needle, size_t m) noexcept nogil
@@ -533,6 +534,10 @@ cdef class TermDictionary:
         if term is not None:
             return term
         term = self._build(self._live(term_id))
+        # Kept as long as the entry lives: out of the cyclic collector, as runtime.untracked says why
+        # (a term refers to no Python object), so a dictionary of a million decoded terms adds
+        # nothing to a full collection's walk.
+        PyObject_GC_UnTrack(<void*>term)
         self._decoded[term_id] = term
         return term
 

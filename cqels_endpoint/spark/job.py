@@ -61,6 +61,7 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.functions import CASTS
 from cqels_endpoint.runtime.functions.extensions import as_at_import
+from cqels_endpoint.runtime.untracked import untrack_row
 from cqels_endpoint.spark.export import DEFAULT_GRAPH, Snapshot, export_snapshot, parse_term, work_directory
 from cqels_endpoint.spark.session import SparkSessionHolder
 from cqels_endpoint.static_store.convert import constant_term
@@ -578,7 +579,8 @@ class _Translator:
     def decode(self, collected) -> list[tuple]:
         """Collected rows of ids as pyoxigraph terms (a bag)."""
         decode = self.dictionary.decode
-        return [tuple(None if value is None else decode(value) for value in row) for row in collected]
+        # Untracked as in caches.engines.compute_cache: the rows of a cache are long-lived.
+        return [untrack_row(tuple(None if value is None else decode(value) for value in row)) for row in collected]
 
     def write(self, result, directory: Path) -> ParquetRows:
         """``result`` (from ``select``) as ``ParquetRows`` in ``directory``: the rows sorted by their

@@ -1,0 +1,6 @@
+from typing import TypeVar
+
+T = TypeVar("T")
+
+def untrack_term(term: T) -> T: ...
+def untrack_row(row: T) -> T: ...
