@@ -82,6 +82,7 @@ cdef class Batch:
         cdef tuple delta
         cdef Py_ssize_t n
         cdef int64_t value
+        cdef int sign
         for item in deltas:
             delta = as_delta(item)
             row = delta[0]
@@ -97,7 +98,8 @@ cdef class Batch:
                 n += 1
             if n != self.width:
                 raise ValueError(f"a row of {n} columns where {self.width} are expected: {row}")
-            self.signs.push_back(1 if <int>delta[1] > 0 else -1)
+            sign = 1 if <int>delta[1] > 0 else -1
+            self.signs.push_back(sign)
             for leaf in delta[2]:
                 self.leaves.push_back(<int64_t>leaf)
             self.starts.push_back(self.leaves.size())

@@ -239,7 +239,10 @@ cdef class _JoinNode(Node):
         self.next_serial += 1
         output = &self.outputs[serial]
         for position in range(self.width):
-            output.row.push_back(self.values[position] if self.bound[position] else UNBOUND)
+            if self.bound[position]:
+                output.row.push_back(self.values[position])
+            else:
+                output.row.push_back(UNBOUND)
         for port in range(self.n):
             entry = _row_at(self.rows[port], self.parts[port])
             for k in range(entry.key.size()):
