@@ -2,7 +2,7 @@
 """Compiled window buffer and multiway join: the twins of ``reference/join.py``, same algorithm,
 same output order and counters; read the reference for the semantics.
 
-Both are :class:`~cqels_endpoint.operators._base.Node`\ s: the window buffer queues the tick's
+Both are nodes of ``_base`` (``Node``): the window buffer queues the tick's
 deltas in a batch and flushes it at the punctuation, the join takes and emits batches through C. The
 join's rows live in C++: per input, a table of its live rows by lineage (each with its ids and the
 serials of the outputs made with it, linked in arrival order for the cross products), and the
