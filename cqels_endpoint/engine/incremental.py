@@ -120,6 +120,8 @@ class IncrementalEvaluator:
         }
         self._streams_read: dict[int, tuple[tuple[int, ...], frozenset[str]]] = {}
         self._timed = self.built.timed
+        self._operators = list(self.built.operators.values())
+        self._sources = self.built.sources
         self.sink: Sink = self.built.sink
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
@@ -198,15 +200,19 @@ class IncrementalEvaluator:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
         self._tau = tau
-        operators = self.built.operators.values()
-        start = sum(op.outputs_emitted for op in operators)
+        operators = self._operators
+        start = sum([op.outputs_emitted for op in operators])
         bound = self.max_tick_rows
-        for source in self.built.sources:
-            source.on_punctuation(tau)
-            if bound is not None and (rows := sum(op.outputs_emitted for op in operators) - start) > bound:
-                msg = f"an evaluation at {tau} produced more than {bound} intermediate rows (max_tick_rows): {rows} so far"
-                raise LimitExceeded(msg)
-        self.tick_rows = sum(op.outputs_emitted for op in operators) - start
+        if bound is None:
+            for source in self._sources:
+                source.on_punctuation(tau)
+        else:
+            for source in self._sources:
+                source.on_punctuation(tau)
+                if (rows := sum([op.outputs_emitted for op in operators]) - start) > bound:
+                    msg = f"an evaluation at {tau} produced more than {bound} intermediate rows (max_tick_rows): {rows} so far"
+                    raise LimitExceeded(msg)
+        self.tick_rows = sum([op.outputs_emitted for op in operators]) - start
         self.peak_tick_rows = max(self.peak_tick_rows, self.tick_rows)
         self.evaluations += 1
         taken = self.sink.take()
