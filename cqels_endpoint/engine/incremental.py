@@ -22,6 +22,11 @@ position of each copy; each cached mapping is encoded when its cache is installe
 are dropped when the triple expires or the mapping leaves the cache — but only after the
 ``evaluate`` that reports the retraction has decoded it, so a -1 row can always be decoded.
 
+The compiled operators (``operators/_base.pyx``) push batches of id rows to each other through C:
+``on_insert``/``on_expire`` is one call into the pattern's window buffer, which queues the delta in
+its batch; each source's punctuation then runs the compiled part of the plan without a Python frame
+per operator, and the first Python operator (ORDER BY, the sink) receives Deltas.
+
 Rows per tick: an evaluation's size is the number of deltas the plan's operators emitted during it
 (the increase of the sum of their ``outputs`` counters, sources flushing included): ``tick_rows``
 after each evaluation, ``peak_tick_rows`` the largest so far. With ``max_tick_rows`` set, it is

@@ -9,9 +9,9 @@ here: the compiled ones, or the twins under ``CQELS_PURE_PYTHON=1`` (``runtime.c
 ``COMPILED`` says which. The other operators (order, path window, static cache, SEQ, stream
 windows) have one implementation, in their own modules.
 
-The compiled window buffer, join, FILTER, BIND, GROUP BY, projection and DISTINCT are nodes (``Node``) of
-the cdef operator base (``_base.pyx``): wired to each other by ``connect`` they push batches of id
-rows and punctuations through C; an edge to or from any other operator carries Delta lists.
+Every compiled operator is a node (``Node``) of the cdef operator base (``_base.pyx``): wired to
+another by ``connect``, it pushes batches of id rows and punctuations to it through C; an edge to or
+from a Python operator carries Delta lists.
 """
 
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python

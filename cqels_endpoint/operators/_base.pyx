@@ -146,7 +146,13 @@ cdef class Node:
     """The C half of a compiled operator (module docstring)."""
 
     def __cinit__(self, *args, **kwargs):
+        # The arity a class of the Python side states (``arity = 2``), which this C attribute hides.
         self.arity = 1
+        for klass in type(self).__mro__:
+            stated = klass.__dict__.get("arity")
+            if type(stated) is int:
+                self.arity = stated
+                break
         self.downstream_port = 0
         hook = getattr(type(self), "on_tick_end", None)
         self.python_tick_end = hook is not None and hook is not Operator.on_tick_end

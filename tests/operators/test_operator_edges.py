@@ -23,7 +23,7 @@ from cqels_endpoint.operators import _base, _distinct, _extend, _filter, _projec
 from cqels_endpoint.operators import extend as twin_extend
 from cqels_endpoint.operators import filter as twin_filter
 from cqels_endpoint.operators.base import Delta, Sink
-from cqels_endpoint.operators.reference import aggregate, distinct, join, project, topk
+from cqels_endpoint.operators.reference import aggregate, distinct, join, mark, negation, optional, project, topk, union
 
 # The operator kinds with a compiled Node and a twin, as build.py names them.
 TWINS = {
@@ -35,6 +35,10 @@ TWINS = {
     "Project": project.Project,
     "Distinct": distinct.Distinct,
     "TopK": topk.TopK,
+    "Union": union.Union,
+    "OptionalJoin": optional.OptionalJoin,
+    "Negation": negation.Negation,
+    "Mark": mark.Mark,
 }
 EX = "http://ex.org/"
 QUERIES = {
@@ -51,6 +55,14 @@ QUERIES = {
           STREAM <{EX}s> [RANGE 6s] {{ ?a :p ?b . ?a :v ?v }}
         }}
         GROUP BY ?b HAVING (COUNT(?a) > 0) ORDER BY DESC(?n) ?b LIMIT 2""",
+    "UNION, OPTIONAL, NOT EXISTS, EXISTS in an expression": f"""
+        PREFIX : <{EX}>
+        SELECT ?a ?b ?c WHERE {{
+          {{ STREAM <{EX}s> [RANGE 5s] {{ ?a :p ?b }} }} UNION {{ STREAM <{EX}s> [RANGE 3s] {{ ?a :q ?b }} }}
+          OPTIONAL {{ STREAM <{EX}s> [RANGE 4s] {{ ?b :q ?c }} }}
+          FILTER NOT EXISTS {{ STREAM <{EX}s> [RANGE 3s] {{ ?a :v 0 }} }}
+          FILTER (?b = :e1 || EXISTS {{ STREAM <{EX}s> [RANGE 2s] {{ ?b :v ?n }} }})
+        }}""",
 }
 ENTITIES = [f"<{EX}e{i}>" for i in range(5)]
 
