@@ -3,7 +3,8 @@
 Ten operators are compiled with Cython (``_*.pyx``, with the join's indexes in ``_indexes.pyx``)
 and have a pure-Python twin in the ``reference/`` module of the same name (same constructor, same
 output deltas; the property tests compare the two); FILTER and BIND are compiled too
-(``_filter.pyx``, ``_extend.pyx``), their twins being ``filter.py`` and ``extend.py``. What a pair
+(``_filter.pyx``, ``_extend.pyx``), their twins being ``filter.py`` and ``extend.py``, and so is the
+plan's root (``_sink.pyx``, twin ``base.Sink``). What a pair
 shares lives once in ``shared/``, imported by both sides. The engine takes these operators from
 here: the compiled ones, or the twins under ``CQELS_PURE_PYTHON=1`` (``runtime.compiled``);
 ``COMPILED`` says which. The other operators (order, path window, static cache, SEQ, stream
@@ -28,9 +29,11 @@ if COMPILED:
         from cqels_endpoint.operators._negation import Negation
         from cqels_endpoint.operators._optional import OptionalJoin
         from cqels_endpoint.operators._project import Project
+        from cqels_endpoint.operators._sink import Sink
         from cqels_endpoint.operators._topk import TopK
         from cqels_endpoint.operators._union import Union
 else:
+    from cqels_endpoint.operators.base import Sink
     from cqels_endpoint.operators.extend import Extend
     from cqels_endpoint.operators.filter import Filter
     from cqels_endpoint.operators.reference.aggregate import GroupAggregate
@@ -54,6 +57,7 @@ __all__ = [
     "Negation",
     "OptionalJoin",
     "Project",
+    "Sink",
     "TopK",
     "Union",
     "WindowBuffer",

@@ -23,11 +23,12 @@ from cqels_endpoint.operators import (
     Negation,
     OptionalJoin,
     Project,
+    Sink,
     TopK,
     Union,
     WindowBuffer,
 )
-from cqels_endpoint.operators.base import Operator, Sink
+from cqels_endpoint.operators.base import Operator
 from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.path import PathWindow
 from cqels_endpoint.operators.seq import SeqInput, SeqMatch

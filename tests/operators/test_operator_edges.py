@@ -39,6 +39,7 @@ TWINS = {
     "OptionalJoin": optional.OptionalJoin,
     "Negation": negation.Negation,
     "Mark": mark.Mark,
+    "Sink": Sink,
 }
 EX = "http://ex.org/"
 QUERIES = {
