@@ -24,8 +24,9 @@ are dropped when the triple expires or the mapping leaves the cache — but only
 
 The compiled operators (``operators/_base.pyx``) push batches of id rows to each other through C:
 ``on_insert``/``on_expire`` is one call into the pattern's window buffer, which queues the delta in
-its batch; each source's punctuation then runs the compiled part of the plan without a Python frame
-per operator, and the first Python operator (ORDER BY, the sink) receives Deltas.
+its batch; ``evaluate`` is one call (``operators.punctuate_all``) that punctuates every source, and
+the compiled part of the plan runs without a Python frame per operator, up to the compiled sink or
+to the first Python operator (ORDER BY, a path window), which receives Deltas.
 
 Rows per tick: an evaluation's size is the number of deltas the plan's operators emitted during it
 (the increase of the sum of their ``outputs`` counters, sources flushing included): ``tick_rows``
@@ -42,6 +43,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.emission import BindingsWriter, IdRows, TemplateWriter
+from cqels_endpoint.operators import emitted_total, punctuate_all
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
 from cqels_endpoint.operators.order import Order
@@ -206,18 +208,17 @@ class IncrementalEvaluator:
         rows that left stay decodable until ``release_decoded()``."""
         self._tau = tau
         operators = self._operators
-        start = sum([op.outputs_emitted for op in operators])
+        start = emitted_total(operators)
         bound = self.max_tick_rows
         if bound is None:
-            for source in self._sources:
-                source.on_punctuation(tau)
+            punctuate_all(self._sources, tau)
         else:
             for source in self._sources:
-                source.on_punctuation(tau)
-                if (rows := sum([op.outputs_emitted for op in operators]) - start) > bound:
+                punctuate_all([source], tau)
+                if (rows := emitted_total(operators) - start) > bound:
                     msg = f"an evaluation at {tau} produced more than {bound} intermediate rows (max_tick_rows): {rows} so far"
                     raise LimitExceeded(msg)
-        self.tick_rows = sum([op.outputs_emitted for op in operators]) - start
+        self.tick_rows = emitted_total(operators) - start
         self.peak_tick_rows = max(self.peak_tick_rows, self.tick_rows)
         self.evaluations += 1
         taken = self.sink.take()

@@ -21,6 +21,7 @@ COMPILED = not use_pure_python()
 if COMPILED:
     with compiled_imports("operators"):
         from cqels_endpoint.operators._aggregate import GroupAggregate
+        from cqels_endpoint.operators._base import emitted_total, punctuate_all
         from cqels_endpoint.operators._distinct import Distinct
         from cqels_endpoint.operators._extend import Extend
         from cqels_endpoint.operators._filter import Filter
@@ -33,7 +34,7 @@ if COMPILED:
         from cqels_endpoint.operators._topk import TopK
         from cqels_endpoint.operators._union import Union
 else:
-    from cqels_endpoint.operators.base import Sink
+    from cqels_endpoint.operators.base import Sink, emitted_total, punctuate_all
     from cqels_endpoint.operators.extend import Extend
     from cqels_endpoint.operators.filter import Filter
     from cqels_endpoint.operators.reference.aggregate import GroupAggregate
@@ -61,4 +62,6 @@ __all__ = [
     "TopK",
     "Union",
     "WindowBuffer",
+    "emitted_total",
+    "punctuate_all",
 ]

@@ -226,3 +226,23 @@ cdef class Node:
     def push_batch(self, int port, Batch batch):
         """``push`` from Python (tests)."""
         self.push(port, batch)
+
+
+def punctuate_all(list sources, int64_t tau):
+    """Closes tick ``tau`` on every source of a plan, in order: through C for a ``Node``."""
+    for source in sources:
+        if isinstance(source, Node):
+            (<Node>source).punctuate(tau)
+        else:
+            source.on_punctuation(tau)
+
+
+def emitted_total(list operators):
+    """The sum of the operators' ``outputs_emitted`` counters (read in C for a ``Node``)."""
+    cdef int64_t total = 0
+    for operator in operators:
+        if isinstance(operator, Node):
+            total += (<Node>operator).outputs_emitted
+        else:
+            total += operator.outputs_emitted
+    return total
