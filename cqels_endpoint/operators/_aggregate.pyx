@@ -720,12 +720,7 @@ cdef class _GroupNode(Node):
         return 0
 
     cdef int tick_end(self, int64_t tau) except -1:
-        cdef list out = self._core.on_tick_end()
-        if out:
-            self.out.reset(len(self.schema))
-            self.out.add_deltas(out)
-            self.emit_batch(self.out)
-        return 0
+        return self.emit_deltas(self._core.on_tick_end(), self.out)
 
     def on_batch(self, port, list deltas):
         self.inputs_seen += len(deltas)

@@ -58,3 +58,6 @@ cdef class Node:
     # Counts the batch as output and hands it downstream: through C to a Node, as Deltas otherwise.
     # The batch is the caller's again when this returns.
     cdef int emit_batch(self, Batch batch) except -1
+    # Hands Deltas on: to a Node through `scratch` (a batch of the operator's width), as they are to
+    # a Python operator. For operators whose cores build Deltas.
+    cdef int emit_deltas(self, list deltas, Batch scratch) except -1

@@ -198,6 +198,18 @@ cdef class Node:
             self._downstream.on_batch(self.downstream_port, batch.deltas())
         return 0
 
+    cdef int emit_deltas(self, list deltas, Batch scratch) except -1:
+        if not deltas:
+            return 0
+        if self.c_downstream is not None:
+            scratch.clear()
+            scratch.add_deltas(deltas)
+            return self.emit_batch(scratch)
+        self.outputs_emitted += len(deltas)
+        if self._downstream is not None:
+            self._downstream.on_batch(self.downstream_port, deltas)
+        return 0
+
     def on_batch(self, int port, list deltas):
         """A Python edge into this operator: the deltas become one batch."""
         if not deltas:

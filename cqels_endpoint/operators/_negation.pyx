@@ -389,12 +389,7 @@ cdef class _NegationNode(Node):
             self._core.feed(port, deltas)
 
     cdef int tick_end(self, int64_t tau) except -1:
-        cdef list out = self._core.flush()
-        if out:
-            self.out.reset(len(self.schema))
-            self.out.add_deltas(out)
-            self.emit_batch(self.out)
-        return 0
+        return self.emit_deltas(self._core.flush(), self.out)
 
     @property
     def inputs_per_port(self):
@@ -418,7 +413,7 @@ class Negation(_NegationNode, NegationBase):
         self._inert = self.kind is NegationKind.MINUS and not self.shared
         self._core = _NegationCore(self, self.schema, self.right_schema, self.shared, self.keys, self.kind, condition)
         self.inputs_per_port = [0, 0]
-        self.out = Batch()
+        self.out = Batch(len(self.schema))
 
     @property
     def evaluations(self):

@@ -337,11 +337,7 @@ cdef class _OptionalNode(Node):
                 core.right_insert(batch.row_tuple(i), batch.lineage_tuple(i), out)
             else:
                 core.right_delete(batch.lineage_tuple(i), out)
-        if out:
-            self.out.reset(len(self.schema))
-            self.out.add_deltas(out)
-            self.emit_batch(self.out)
-        return 0
+        return self.emit_deltas(out, self.out)
 
     def on_batch(self, int port, list deltas):
         self.inputs_seen += len(deltas)

@@ -263,11 +263,7 @@ cdef class _TopKNode(Node):
             self.skipped_ticks += 1
             return 0
         self.recomputations += 1
-        if out:
-            self.out.reset(len(self.schema))
-            self.out.add_deltas(out)
-            self.emit_batch(self.out)
-        return 0
+        return self.emit_deltas(out, self.out)
 
 
 class TopK(_TopKNode, TopKBase):
