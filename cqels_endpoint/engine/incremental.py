@@ -22,6 +22,12 @@ position of each copy; each cached mapping is encoded when its cache is installe
 are dropped when the triple expires or the mapping leaves the cache — but only after the
 ``evaluate`` that reports the retraction has decoded it, so a -1 row can always be decoded.
 
+The compiled operators (``operators/_base.pyx``) push batches of id rows to each other through C:
+``on_insert``/``on_expire`` is one call into the pattern's window buffer, which queues the delta in
+its batch; ``evaluate`` is one call (``operators.punctuate_all``) that punctuates every source, and
+the compiled part of the plan runs without a Python frame per operator, up to the compiled sink or
+to the first Python operator (ORDER BY, a path window), which receives Deltas.
+
 Rows per tick: an evaluation's size is the number of deltas the plan's operators emitted during it
 (the increase of the sum of their ``outputs`` counters, sources flushing included): ``tick_rows``
 after each evaluation, ``peak_tick_rows`` the largest so far. With ``max_tick_rows`` set, it is
@@ -37,6 +43,7 @@ import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.emission import BindingsWriter, IdRows, TemplateWriter
+from cqels_endpoint.operators import emitted_total, punctuate_all
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
 from cqels_endpoint.operators.order import Order
@@ -120,6 +127,8 @@ class IncrementalEvaluator:
         }
         self._streams_read: dict[int, tuple[tuple[int, ...], frozenset[str]]] = {}
         self._timed = self.built.timed
+        self._operators = list(self.built.operators.values())
+        self._sources = self.built.sources
         self.sink: Sink = self.built.sink
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
@@ -198,15 +207,18 @@ class IncrementalEvaluator:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
         self._tau = tau
-        operators = self.built.operators.values()
-        start = sum(op.outputs_emitted for op in operators)
+        operators = self._operators
+        start = emitted_total(operators)
         bound = self.max_tick_rows
-        for source in self.built.sources:
-            source.on_punctuation(tau)
-            if bound is not None and (rows := sum(op.outputs_emitted for op in operators) - start) > bound:
-                msg = f"an evaluation at {tau} produced more than {bound} intermediate rows (max_tick_rows): {rows} so far"
-                raise LimitExceeded(msg)
-        self.tick_rows = sum(op.outputs_emitted for op in operators) - start
+        if bound is None:
+            punctuate_all(self._sources, tau)
+        else:
+            for source in self._sources:
+                punctuate_all([source], tau)
+                if (rows := emitted_total(operators) - start) > bound:
+                    msg = f"an evaluation at {tau} produced more than {bound} intermediate rows (max_tick_rows): {rows} so far"
+                    raise LimitExceeded(msg)
+        self.tick_rows = emitted_total(operators) - start
         self.peak_tick_rows = max(self.peak_tick_rows, self.tick_rows)
         self.evaluations += 1
         taken = self.sink.take()

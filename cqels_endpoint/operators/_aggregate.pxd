@@ -4,6 +4,8 @@
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
+
 
 cdef class _Aggregate:
     """One aggregate of one group, kept up to date per argument value (None: an error/unbound).
@@ -129,6 +131,12 @@ cdef class _GroupCore:
 
     cdef _Group _new_group(self, tuple key)
     cdef int on_batch(self, list deltas) except -1
+    cdef int add(self, tuple row, int64_t sign, object lineage) except -1
     cdef list on_tick_end(self)
     cdef int _release(self, tuple row) except -1
     cdef int close(self) except -1
+
+
+cdef class _GroupNode(Node):
+    cdef public _GroupCore _core
+    cdef public Batch out

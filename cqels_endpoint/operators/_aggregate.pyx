@@ -2,7 +2,8 @@
 """Compiled incremental GROUP BY / aggregates (algebra ``Group``): one output per changed group per
 tick, each aggregate kept up to date in O(1) or O(log n) per delta. The contract (emission,
 lineages, dictionary references) is stated in ``shared.aggregate``, which also evaluates a row's key
-and arguments; the per-tick loop and the groups are here, in :class:`_GroupCore`. The twin
+and arguments; the per-tick loop and the groups are here, in :class:`_GroupCore`, behind a ``Node`` (``_base``):
+batches come in through C, each row read as the tuple the key's expressions take. The twin
 (``reference/aggregate.py``) recomputes each changed group from its members instead; the results
 are those of ``runtime.aggregates`` on both sides.
 
@@ -31,6 +32,8 @@ re-hashes its value:
 """
 
 from libc.stdint cimport int64_t
+
+from cqels_endpoint.operators._base cimport Batch, Node
 
 from decimal import Decimal
 
@@ -616,32 +619,36 @@ cdef class _GroupCore:
         return group
 
     cdef int on_batch(self, list deltas) except -1:
-        cdef tuple delta, arguments, entry
+        cdef tuple delta
+        for item in deltas:
+            delta = <tuple>item  # a Delta: a tuple subclass, read as a tuple
+            self.add(<tuple>delta[0], <int64_t>delta[1], delta[2])
+        return 0
+
+    cdef int add(self, tuple row, int64_t sign, object lineage) except -1:
+        cdef tuple arguments, entry
         cdef list handles
         cdef _Group group
         cdef Py_ssize_t i, count = self.kinds.size()
-        cdef dict groups = self.groups, rows = self.rows
-        for item in deltas:
-            delta = <tuple>item  # a Delta: a tuple subclass, read as a tuple
-            lineage = delta[2]
-            if <int64_t>delta[1] > 0:
-                key, arguments = self.evaluate(delta[0])
-                group = groups.get(key)
-                if group is None:
-                    group = groups[key] = self._new_group(key)
-                handles = [(<_Aggregate>group.aggregates[i]).add(arguments[i]) for i in range(count)]
-                rows[lineage] = (group, handles)
-                group.rows += 1
-            else:
-                entry = rows.pop(lineage)
-                group = <_Group>entry[0]
-                handles = <list>entry[1]
-                group.rows -= 1
-                for i in range(count):
-                    (<_Aggregate>group.aggregates[i]).remove(handles[i])
-            if not group.changed:
-                group.changed = True
-                self.changed.append(group)
+        cdef dict groups = self.groups
+        if sign > 0:
+            key, arguments = self.evaluate(row)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = self._new_group(key)
+            handles = [(<_Aggregate>group.aggregates[i]).add(arguments[i]) for i in range(count)]
+            self.rows[lineage] = (group, handles)
+            group.rows += 1
+        else:
+            entry = self.rows.pop(lineage)
+            group = <_Group>entry[0]
+            handles = <list>entry[1]
+            group.rows -= 1
+            for i in range(count):
+                (<_Aggregate>group.aggregates[i]).remove(handles[i])
+        if not group.changed:
+            group.changed = True
+            self.changed.append(group)
         return 0
 
     cdef list on_tick_end(self):
@@ -704,19 +711,33 @@ cdef class _GroupCore:
         return len(self.rows)
 
 
-class GroupAggregate(GroupAggregateBase):
-    """The incremental aggregation operator (see the module docstring)."""
+cdef class _GroupNode(Node):
+    """The operator's C half: input batches go to the core row by row, its tick's output goes
+    downstream as one batch."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._core = _GroupCore(self)
+    cdef int push(self, int port, Batch batch) except -1:
+        cdef Py_ssize_t i, count = batch.count()
+        cdef _GroupCore core = self._core
+        self.inputs_seen += count
+        for i in range(count):
+            core.add(batch.row_tuple(i), batch.signs[i], batch.lineage_tuple(i))
+        return 0
+
+    cdef int tick_end(self, int64_t tau) except -1:
+        return self.emit_deltas(self._core.on_tick_end(), self.out)
 
     def on_batch(self, port, list deltas):
         self.inputs_seen += len(deltas)
-        (<_GroupCore>self._core).on_batch(deltas)
+        self._core.on_batch(deltas)
 
-    def on_tick_end(self, tau):
-        self.emit((<_GroupCore>self._core).on_tick_end())
+
+class GroupAggregate(_GroupNode, GroupAggregateBase):
+    """The incremental aggregation operator (see the module docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        GroupAggregateBase.__init__(self, *args, **kwargs)
+        self._core = _GroupCore(self)
+        self.out = Batch(len(self.schema))
 
     def close(self):
         (<_GroupCore>self._core).close()

@@ -4,6 +4,7 @@
 from libc.stdint cimport int64_t, uint32_t
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._idkeys cimport Ids, Table
 
 
@@ -16,14 +17,11 @@ cdef struct RowCount:            # one distinct input row
     bint touched                 # its count changed this tick
 
 
-cdef class _Counts:
+cdef class _DistinctNode(Node):
     cdef Table[RowCount] rows           # rows with a count or shown
-    cdef vector[RowCount*] touched      # rows whose count changed this tick, in arrival order…
-    cdef list touched_rows              # …and their row tuples (this tick only)
+    cdef vector[RowCount*] touched      # rows whose count changed this tick, in arrival order
     cdef Ids probe
+    cdef Batch out
     cdef int64_t next_handle
     cdef readonly int64_t input_rows
     cdef readonly int64_t distinct_rows
-
-    cdef int add(self, list deltas) except -1
-    cdef list flush(self)

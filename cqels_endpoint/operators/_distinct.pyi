@@ -1,10 +1,9 @@
 from collections.abc import Sequence
 from typing import Any
 
-from cqels_endpoint.operators.base import Delta, Operator
+from cqels_endpoint.operators._base import Node
+from cqels_endpoint.operators.base import Operator
 
-class Distinct(Operator):
+class Distinct(Node, Operator):
     def __init__(self, schema: Sequence[str], label: str = "") -> None: ...
-    def on_batch(self, port: int, deltas: list[Delta]) -> None: ...
-    def on_tick_end(self, tau: int) -> None: ...
     def counters(self) -> dict[str, Any]: ...

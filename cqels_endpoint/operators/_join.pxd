@@ -1,14 +1,33 @@
 # distutils: language = c++
-"""C-level state of the compiled multiway join (see _join.pyx; twin: reference/join.py)."""
+"""C-level state of the compiled window buffer and multiway join (see _join.pyx; twin: reference/join.py)."""
 
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libcpp.deque cimport deque
+from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
+from cqels_endpoint.operators._idkeys cimport Ids, Table
 
-cdef class _JoinCore:
-    cdef object owner                       # the MultiwayJoin, for its label in error messages
+
+cdef struct JoinRow:                # one live row of one input, keyed by its lineage
+    Ids key                          # its lineage
+    uint32_t index                   # its place in the table's pool: the row's handle
+    Ids row                          # its ids (UNBOUND where unbound)
+    vector[int64_t] derived          # the serials of the outputs made with it, oldest first…
+    size_t stale                     # …of which this many were retracted through another input
+    int64_t before                   # the handles of its neighbours in arrival order (-1: none)
+    int64_t after
+
+
+cdef struct JoinOutput:
+    Ids row
+    Ids lineage
+    vector[int64_t] handles          # the input rows it joins, by port
+
+
+cdef class _JoinNode(Node):
     cdef int n
     cdef int width
     cdef vector[vector[int]] positions      # per input: output position of each column
@@ -16,22 +35,28 @@ cdef class _JoinCore:
     cdef vector[vector[int]] join_positions # per input: output position of each join column
     cdef list index                         # per input, per join column: RingIndex value → handles
     cdef list unbound                       # per input, per join column: RingIndex 0 → unbound handles
-    cdef list rows                          # per input: dict handle → (row, lineage)
-    cdef list handles                       # per input: dict lineage → handle
-    cdef vector[int64_t] next_handle
-    cdef list derived                       # per input: dict lineage → {output lineage: None}
-    cdef dict outputs                       # output lineage → (row, input lineages)
+    cdef vector[Table[JoinRow]] rows        # per input: its live rows by lineage
+    cdef vector[int64_t] first              # per input: the oldest live row's handle (-1: none)
+    cdef vector[int64_t] last               # per input: the newest's
+    cdef unordered_map[int64_t, JoinOutput] outputs  # by serial
+    cdef int64_t next_serial
     cdef vector[int64_t] values             # the partial mapping being extended
     cdef vector[char] bound
-    cdef list parts                         # the input lineages of the partial mapping
+    cdef vector[int64_t] parts              # the input rows of the partial mapping, by port
+    cdef vector[int64_t] per_port           # deltas received per input
+    cdef Ids probe
+    cdef Batch out
     cdef readonly int64_t probes
     cdef readonly int64_t pruned
-    cdef readonly object probe_orders
+    cdef unordered_map[string, size_t] order_numbers  # each probe order seen, by its ports…
+    cdef vector[string] orders              # …in the order first seen…
+    cdef vector[int64_t] order_counts       # …and how often
 
-    cdef int _insert(self, int port, tuple row, object lineage, list out) except -1
-    cdef int _delete(self, int port, object lineage, list out) except -1
-    cdef int _extend(self, uint64_t remaining, list order, int depth, list out) except -1
-    cdef int _register(self, list out) except -1
+    cdef int _insert(self, int port, Batch batch, Py_ssize_t i) except -1
+    cdef int _delete(self, int port, Batch batch, Py_ssize_t i) except -1
+    cdef int _extend(self, uint64_t remaining, string& order, int depth) except -1
+    cdef int _register(self) except -1
+    cdef int _forget(self, int port, int64_t serial) except -1
 
 
 cdef struct Leaf:
@@ -62,3 +87,18 @@ cdef class _Leaves:
     cdef void _unindex(self, uint32_t* table, size_t hole, bint by_seq) noexcept
     cdef size_t _slot_of(self, uint32_t* table, size_t home, uint32_t value) noexcept
     cdef int remove(self, Py_ssize_t record) except -1
+
+
+cdef class _WindowNode(Node):
+    cdef _Leaves leaves
+    cdef vector[vector[int]] columns        # for each column of a row, the triple positions holding it
+    cdef Batch pending                      # the tick's deltas…
+    cdef Batch flushing                     # …as they go downstream
+    cdef vector[int64_t] released           # triples to hand back at the next punctuation…
+    cdef vector[int64_t] releasing          # …and those handed back at this one
+    cdef object on_release
+    cdef public int64_t expired
+    cdef public int64_t rejected
+
+    cdef bint _consistent(self, const int64_t* ids) noexcept
+    cdef int _row_into(self, const int64_t* ids, int sign, int64_t leaf) except -1

@@ -1,17 +1,19 @@
 from collections import Counter
 from collections.abc import Sequence
 
-from cqels_endpoint.operators.base import Delta
+from cqels_endpoint.operators._base import Node
 from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase
 
-class WindowBuffer(WindowBufferBase):
+class WindowBuffer(Node, WindowBufferBase):
+    expired: int
+    rejected: int
     def insert(self, seq: int, ids: tuple[int, int, int]) -> None: ...
     def expire(self, seq: int) -> None: ...
 
-class MultiwayJoin(MultiwayJoinBase):
+class MultiwayJoin(Node, MultiwayJoinBase):
     max_inputs: int
+    inputs_per_port: list[int]
     def __init__(self, input_schemas: Sequence[Sequence[str]], label: str = "") -> None: ...
-    def on_batch(self, port: int, deltas: list[Delta]) -> None: ...
     def index_sizes(self) -> list[int]: ...
     def live_outputs(self) -> int: ...
     @property

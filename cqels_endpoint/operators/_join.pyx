@@ -2,12 +2,16 @@
 """Compiled window buffer and multiway join: the twins of ``reference/join.py``, same algorithm,
 same output order and counters; read the reference for the semantics.
 
-The join's state lives in :class:`_JoinCore` (a cdef class): the partial mapping being extended is
-a pair of C vectors (values, bound flags), the remaining inputs a bit mask, and each join column is
-indexed by the compiled :class:`RingIndex` (C++ hash map of buckets) probed through its C API.
-The operators themselves stay Python subclasses of ``base.Operator`` (the window buffer of
-``shared.join.WindowBufferBase``, its twin's base) so the punctuation barrier and the counters are
-shared with every other operator.
+Both are nodes of ``_base`` (``Node``): the window buffer queues the tick's
+deltas in a batch and flushes it at the punctuation, the join takes and emits batches through C. The
+join's rows live in C++: per input, a table of its live rows by lineage (each with its ids and the
+serials of the outputs made with it, linked in arrival order for the cross products), and the
+outputs by serial (row, lineage, the input rows joined); the partial mapping being extended is a
+pair of C vectors (values, bound flags), the remaining inputs a bit mask, and each join column is
+indexed by the compiled :class:`RingIndex` (C++ hash map of buckets) probed through its C API. An
+output retracted through one input leaves its serial in the lists of the other inputs' rows, which
+drop such serials once they are half of the list. The Python classes add the shared bases of the
+twins (``shared.join``): counters, the window buffer's contract.
 """
 
 from collections import Counter
@@ -15,32 +19,44 @@ from collections import Counter
 from cython.operator cimport dereference as deref
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
+from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
+from cqels_endpoint.operators._idkeys cimport UNBOUND, Ids, Table, hash_key
 from cqels_endpoint.operators._indexes cimport RingIndex, key_of_c
 
 from cqels_endpoint.errors import OperatorError
-from cqels_endpoint.operators.base import Delta
 from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase
 
 _MAX_INPUTS = 64  # the remaining inputs are a 64-bit mask
-_new_tuple = tuple.__new__  # builds a Delta without the namedtuple's Python-level __new__ (2× faster)
 
 
-cdef class _JoinCore:
-    def __init__(self, owner, tuple schema, tuple input_schemas):
+cdef inline void _key_of(Ids& key, const int64_t* leaves, Py_ssize_t count) noexcept:
+    cdef Py_ssize_t k
+    key.clear()
+    for k in range(count):
+        key.push_back(leaves[k])
+    hash_key(key)
+
+
+cdef inline JoinRow* _row_at(Table[JoinRow]& rows, int64_t handle) noexcept:
+    return rows.at(<size_t>handle)
+
+
+cdef class _JoinNode(Node):
+    """The compiled join's state and algorithm (the twin's, with rows in C++: module docstring)."""
+
+    def _setup(self, tuple schema, tuple input_schemas):
         cdef int i, column
         cdef vector[int] positions, join_columns, join_positions
-        self.owner = owner
         self.n = len(input_schemas)
         self.width = len(schema)
         occurrences = Counter(name for s in input_schemas for name in s)
         self.index = []
         self.unbound = []
-        self.rows = []
-        self.handles = []
-        self.derived = []
+        self.rows.resize(self.n)
         for i in range(self.n):
             positions.clear()
             join_columns.clear()
@@ -55,75 +71,91 @@ cdef class _JoinCore:
             self.join_positions.push_back(join_positions)
             self.index.append([RingIndex() for _ in range(join_columns.size())])
             self.unbound.append([RingIndex() for _ in range(join_columns.size())])
-            self.rows.append({})
-            self.handles.append({})
-            self.derived.append({})
-            self.next_handle.push_back(0)
-        self.outputs = {}
+            self.first.push_back(-1)
+            self.last.push_back(-1)
         self.values.resize(self.width)
         self.bound.resize(self.width)
-        self.parts = [None] * self.n
-        self.probes = 0
-        self.pruned = 0
-        self.probe_orders = Counter()
+        self.parts.resize(self.n)
+        self.out = Batch(self.width)
 
-    def apply(self, int port, list deltas, list out):
-        for row, sign, lineage in deltas:
-            if sign > 0:
-                self._insert(port, tuple(row), lineage, out)
+    cdef int push(self, int port, Batch batch) except -1:
+        cdef Py_ssize_t i, count = batch.count()
+        if batch.width != <Py_ssize_t>self.positions[port].size():
+            raise ValueError(f"{self.label}: rows of {batch.width} columns on input {port} of {self.positions[port].size()}")
+        self.inputs_seen += count
+        self.per_port[port] += count
+        self.out.clear()
+        for i in range(count):
+            if batch.signs[i] > 0:
+                self._insert(port, batch, i)
             else:
-                self._delete(port, lineage, out)
+                self._delete(port, batch, i)
+        self.emit_batch(self.out)
+        return 0
 
-    cdef int _insert(self, int port, tuple row, object lineage, list out) except -1:
-        cdef dict handles = <dict>self.handles[port]
-        cdef int64_t handle
+    cdef int _insert(self, int port, Batch batch, Py_ssize_t i) except -1:
+        cdef Table[JoinRow]* rows = &self.rows[port]
+        cdef JoinRow* entry
+        cdef int64_t handle, value
         cdef int slot, column, position
-        cdef object value
-        if lineage in handles:
-            msg = f"{self.owner.label}: lineage {lineage} entered input {port} twice"
+        cdef const int64_t* row = batch.row(i)
+        _key_of(self.probe, batch.lineage(i), batch.lineage_size(i))
+        if rows.find(self.probe) != NULL:
+            msg = f"{self.label}: lineage {batch.lineage_tuple(i)} entered input {port} twice"
             raise OperatorError(msg)
-        handle = self.next_handle[port]
-        self.next_handle[port] = handle + 1
-        handles[lineage] = handle
-        (<dict>self.rows[port])[handle] = (row, lineage)
+        entry = rows.add(self.probe)
+        for column in range(batch.width):
+            entry.row.push_back(row[column])
+        handle = entry.index
+        entry.before = self.last[port]
+        entry.after = -1
+        if self.last[port] >= 0:
+            _row_at(rows[0], self.last[port]).after = handle
+        else:
+            self.first[port] = handle
+        self.last[port] = handle
         for slot in range(<int>self.join_columns[port].size()):
             value = row[self.join_columns[port][slot]]
-            if value is None:
+            if value == UNBOUND:
                 (<RingIndex>(<list>self.unbound[port])[slot]).insert_c(0, handle)
             else:
-                (<RingIndex>(<list>self.index[port])[slot]).insert_c(<int64_t>value, handle)
+                (<RingIndex>(<list>self.index[port])[slot]).insert_c(value, handle)
         for position in range(self.width):
             self.bound[position] = 0
         for column in range(<int>self.positions[port].size()):
             value = row[column]
-            if value is not None:
+            if value != UNBOUND:
                 position = self.positions[port][column]
-                self.values[position] = <int64_t>value
+                self.values[position] = value
                 self.bound[position] = 1
-        for slot in range(self.n):
-            self.parts[slot] = None
-        self.parts[port] = lineage
-        order = [port]
+        self.parts[port] = handle
+        cdef string order
+        order.push_back(<char>port)
         cdef uint64_t remaining = ((<uint64_t>1 << self.n) - 1) if self.n < 64 else ~(<uint64_t>0)
         remaining &= ~(<uint64_t>1 << port)
-        self._extend(remaining, order, 1, out)
-        self.probe_orders[tuple(order)] += 1
+        self._extend(remaining, order, 1)
+        cdef unordered_map[string, size_t].iterator seen = self.order_numbers.find(order)
+        if seen == self.order_numbers.end():
+            self.order_numbers[order] = self.orders.size()
+            self.orders.push_back(order)
+            self.order_counts.push_back(1)
+        else:
+            self.order_counts[deref(seen).second] += 1
         return 0
 
-    cdef int _extend(self, uint64_t remaining, list order, int depth, list out) except -1:
+    cdef int _extend(self, uint64_t remaining, string& order, int depth) except -1:
         cdef int j, s, slot, position, column, best_input = -1, best_slot = -1, cross_input = -1
         cdef int slot_found
-        cdef int64_t count, slot_count, size, best_count = -1, cross_count = -1, v
+        cdef int64_t count, slot_count, size, best_count = -1, cross_count = -1, v, handle
         cdef list slots, unbound_slots
-        cdef dict rows
-        cdef tuple entry, row
-        cdef object value
         cdef vector[int64_t] candidates
         cdef vector[int] filled
         cdef size_t c, k
         cdef bint compatible
+        cdef JoinRow* entry
+        cdef const int64_t* row
         if remaining == 0:
-            return self._register(out)
+            return self._register()
         for j in range(self.n):
             if not (remaining >> j) & 1:
                 continue
@@ -147,7 +179,7 @@ cdef class _JoinCore:
                     best_slot = slot_found
                     best_count = slot_count
             else:
-                size = len(<dict>self.rows[j])
+                size = <int64_t>self.rows[j].size()
                 if cross_count < 0 or size < cross_count:
                     cross_input = j
                     cross_count = size
@@ -155,16 +187,18 @@ cdef class _JoinCore:
             j, slot, count = best_input, best_slot, best_count
         else:
             j, slot, count = cross_input, -1, cross_count
-        if len(order) == depth:
-            order.append(j)
+        if <int>order.size() == depth:
+            order.push_back(<char>j)
         if count == 0:
             self.pruned += 1
             return 0
         self.probes += 1
-        rows = <dict>self.rows[j]
+        cdef Table[JoinRow]* rows = &self.rows[j]
         if slot < 0:
-            for handle in rows:
-                candidates.push_back(<int64_t>handle)
+            handle = self.first[j]
+            while handle >= 0:
+                candidates.push_back(handle)
+                handle = _row_at(rows[0], handle).after
         else:
             position = self.join_positions[j][slot]
             (<RingIndex>(<list>self.index[j])[slot]).probe_into(self.values[position], candidates)
@@ -172,15 +206,14 @@ cdef class _JoinCore:
         cdef uint64_t rest = remaining & ~(<uint64_t>1 << j)
         cdef int width = <int>self.positions[j].size()
         for c in range(candidates.size()):
-            entry = <tuple>rows[candidates[c]]
-            row = <tuple>entry[0]
+            entry = _row_at(rows[0], candidates[c])
+            row = entry.row.data()
             filled.clear()
             compatible = True
             for column in range(width):
-                value = row[column]
-                if value is None:
+                v = row[column]
+                if v == UNBOUND:
                     continue
-                v = <int64_t>value
                 position = self.positions[j][column]
                 if self.bound[position]:
                     if self.values[position] != v:
@@ -191,97 +224,129 @@ cdef class _JoinCore:
                     self.bound[position] = 1
                     filled.push_back(position)
             if compatible:
-                self.parts[j] = entry[1]
-                self._extend(rest, order, depth + 1, out)
+                self.parts[j] = candidates[c]
+                self._extend(rest, order, depth + 1)
             for k in range(filled.size()):
                 self.bound[filled[k]] = 0
-        self.parts[j] = None
         return 0
 
-    cdef int _register(self, list out) except -1:
+    cdef int _register(self) except -1:
         cdef int position, port
-        row = tuple([self.values[position] if self.bound[position] else None for position in range(self.width)])
-        parts = tuple(self.parts)
-        lineage = tuple([leaf for part in parts for leaf in part])
-        self.outputs[lineage] = (row, parts)
+        cdef int64_t serial = self.next_serial
+        cdef JoinOutput* output
+        cdef JoinRow* entry
+        cdef size_t k
+        self.next_serial += 1
+        output = &self.outputs[serial]
+        for position in range(self.width):
+            if self.bound[position]:
+                output.row.push_back(self.values[position])
+            else:
+                output.row.push_back(UNBOUND)
         for port in range(self.n):
-            derived = <dict>self.derived[port]
-            registered = derived.get(parts[port])
-            if registered is None:
-                registered = derived[parts[port]] = {}
-            registered[lineage] = None
-        out.append(_new_tuple(Delta, (row, 1, lineage)))
+            entry = _row_at(self.rows[port], self.parts[port])
+            for k in range(entry.key.size()):
+                output.lineage.push_back(entry.key[k])
+            entry.derived.push_back(serial)
+            output.handles.push_back(self.parts[port])
+        self.out.add(output.row.data(), 1, output.lineage.data(), <Py_ssize_t>output.lineage.size())
         return 0
 
-    cdef int _delete(self, int port, object lineage, list out) except -1:
+    cdef int _delete(self, int port, Batch batch, Py_ssize_t i) except -1:
+        cdef Table[JoinRow]* rows = &self.rows[port]
+        cdef JoinRow* entry
         cdef int slot, other
-        handle = (<dict>self.handles[port]).pop(lineage, None)
-        if handle is None:
-            msg = f"{self.owner.label}: lineage {lineage} left input {port} without having entered it"
+        cdef int64_t handle, value, serial
+        cdef size_t k
+        cdef unordered_map[int64_t, JoinOutput].iterator found
+        cdef JoinOutput* output
+        cdef vector[int64_t] derived
+        _key_of(self.probe, batch.lineage(i), batch.lineage_size(i))
+        entry = rows.find(self.probe)
+        if entry == NULL:
+            msg = f"{self.label}: lineage {batch.lineage_tuple(i)} left input {port} without having entered it"
             raise OperatorError(msg)
-        row = (<dict>self.rows[port]).pop(handle)[0]
+        handle = entry.index
         for slot in range(<int>self.join_columns[port].size()):
-            value = row[self.join_columns[port][slot]]
-            if value is None:
-                (<RingIndex>(<list>self.unbound[port])[slot]).remove_c(0, <int64_t>handle)
+            value = entry.row[self.join_columns[port][slot]]
+            if value == UNBOUND:
+                (<RingIndex>(<list>self.unbound[port])[slot]).remove_c(0, handle)
             else:
-                (<RingIndex>(<list>self.index[port])[slot]).remove_c(<int64_t>value, <int64_t>handle)
-        derived = (<dict>self.derived[port]).pop(lineage, None)
-        if not derived:
-            return 0
-        for output_lineage in derived:
-            output_row, parts = self.outputs.pop(output_lineage)
+                (<RingIndex>(<list>self.index[port])[slot]).remove_c(value, handle)
+        derived.swap(entry.derived)
+        for k in range(derived.size()):
+            serial = derived[k]
+            found = self.outputs.find(serial)
+            if found == self.outputs.end():
+                continue  # retracted through another input
+            output = &deref(found).second
+            self.out.add(output.row.data(), -1, output.lineage.data(), <Py_ssize_t>output.lineage.size())
             for other in range(self.n):
-                if other == port:
-                    continue
-                registered = (<dict>self.derived[other])[parts[other]]
-                del registered[output_lineage]
-                if not registered:
-                    del (<dict>self.derived[other])[parts[other]]
-            out.append(_new_tuple(Delta, (output_row, -1, output_lineage)))
+                if other != port:
+                    self._forget(other, output.handles[other])
+            self.outputs.erase(found)
+        if entry.before >= 0:
+            _row_at(rows[0], entry.before).after = entry.after
+        else:
+            self.first[port] = entry.after
+        if entry.after >= 0:
+            _row_at(rows[0], entry.after).before = entry.before
+        else:
+            self.last[port] = entry.before
+        rows.erase(entry)
+        return 0
+
+    cdef int _forget(self, int port, int64_t handle) except -1:
+        """One output made with the row ``handle`` of ``port`` was retracted: its serial stays in the
+        row's list until half of the list is such serials, then the list drops them."""
+        cdef JoinRow* entry = _row_at(self.rows[port], handle)
+        cdef size_t k, kept = 0
+        entry.stale += 1
+        if entry.stale * 2 < entry.derived.size():
+            return 0
+        for k in range(entry.derived.size()):
+            if self.outputs.count(entry.derived[k]):
+                entry.derived[kept] = entry.derived[k]
+                kept += 1
+        entry.derived.resize(kept)
+        entry.stale = 0
         return 0
 
     def index_sizes(self):
-        return [len(rows) for rows in self.rows]
+        """Live rows per input."""
+        return [self.rows[port].size() for port in range(self.n)]
 
     def live_outputs(self):
-        return len(self.outputs)
+        return self.outputs.size()
+
+    @property
+    def inputs_per_port(self):
+        return list(self.per_port)
+
+    @inputs_per_port.setter
+    def inputs_per_port(self, counts):
+        self.per_port = counts
+
+    @property
+    def probe_orders(self):
+        """How often each input order was probed (a Counter of tuples of ports, first seen first)."""
+        orders = Counter()
+        cdef size_t k
+        cdef bytes ports
+        for k in range(self.orders.size()):
+            ports = self.orders[k]
+            orders[tuple(ports)] = self.order_counts[k]
+        return orders
 
 
-class MultiwayJoin(MultiwayJoinBase):
+class MultiwayJoin(_JoinNode, MultiwayJoinBase):
     """Compiled twin of :class:`cqels_endpoint.operators.reference.join.MultiwayJoin`."""
 
     max_inputs = _MAX_INPUTS
 
     def __init__(self, input_schemas, label=""):
-        super().__init__(input_schemas, label)
-        self._core = _JoinCore(self, self.schema, self.input_schemas)
-
-    def on_batch(self, port, deltas):
-        self.inputs_seen += len(deltas)
-        self.inputs_per_port[port] += len(deltas)
-        out = []
-        self._core.apply(port, deltas, out)
-        self.emit(out)
-
-    def index_sizes(self):
-        """Live rows per input."""
-        return self._core.index_sizes()
-
-    @property
-    def probes(self):
-        return self._core.probes
-
-    @property
-    def pruned(self):
-        return self._core.pruned
-
-    @property
-    def probe_orders(self):
-        return self._core.probe_orders
-
-    def live_outputs(self):
-        return self._core.live_outputs()
+        MultiwayJoinBase.__init__(self, input_schemas, label)
+        self._setup(self.schema, self.input_schemas)
 
 
 cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
@@ -446,22 +511,66 @@ cdef class _Leaves:
         return 0
 
 
-class WindowBuffer(WindowBufferBase):
-    """Compiled twin of :class:`cqels_endpoint.operators.reference.join.WindowBuffer`: the window's
-    set of triples in a :class:`_Leaves`, no Python object per triple."""
+cdef class _WindowNode(Node):
+    """The compiled window buffer's state: the window's set of triples in a :class:`_Leaves`, the
+    tick's deltas in a batch, no Python object per triple."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._leaves = _Leaves(self._columns)
+    def _setup(self, columns, on_release):
+        cdef vector[int] positions
+        self.arity = 0
+        self.leaves = _Leaves(columns)
+        for column in columns:
+            positions.clear()
+            for position in column:
+                positions.push_back(position)
+            self.columns.push_back(positions)
+        self.pending = Batch(len(columns))
+        self.flushing = Batch(len(columns))
+        self.on_release = on_release
+
+    cdef bint _consistent(self, const int64_t* ids) noexcept:
+        """Whether a triple binds every repeated variable of the pattern to one value."""
+        cdef size_t column, k
+        for column in range(self.columns.size()):
+            for k in range(1, self.columns[column].size()):
+                if ids[self.columns[column][k]] != ids[self.columns[column][0]]:
+                    return False
+        return True
+
+    cdef int _row_into(self, const int64_t* ids, int sign, int64_t leaf) except -1:
+        """Queues the delta of the row a (consistent) triple binds."""
+        cdef size_t column
+        for column in range(self.columns.size()):
+            self.pending.push_value(ids[self.columns[column][0]])
+        return self.pending.close_row(sign, &leaf, 1)
+
+    cdef int push(self, int port, Batch batch) except -1:
+        raise OperatorError(f"{self.label} is a source: feed it with insert()/expire()")
+
+    cdef int punctuate(self, int64_t tau) except -1:
+        cdef size_t k
+        self.pending.swap(self.flushing)
+        try:
+            self.emit_batch(self.flushing)
+        finally:
+            self.flushing.clear()
+        Node.punctuate(self, tau)
+        # What left in the previous tick goes back now; what left in this one, at the next.
+        cdef vector[int64_t] releasing
+        releasing.swap(self.releasing)
+        self.releasing.swap(self.released)
+        if self.on_release is not None:
+            for k in range(0, releasing.size(), 3):
+                self.on_release((releasing[k], releasing[k + 1], releasing[k + 2]))
+        return 0
 
     def insert(self, int64_t seq, ids):
         """Copy ``seq`` of the encoded triple ``ids`` enters the window."""
-        cdef _Leaves leaves = <_Leaves>self._leaves
+        cdef _Leaves leaves = self.leaves
         cdef int64_t triple[3]
         cdef Py_ssize_t record
         triple[0], triple[1], triple[2] = ids
-        row = leaves.row(triple)
-        if row is None:
+        if not self._consistent(triple):
             self.inputs_seen += 1
             self.rejected += 1
         else:
@@ -471,17 +580,19 @@ class WindowBuffer(WindowBufferBase):
             if record < 0:
                 leaves.add(seq, triple)
                 self.inputs_seen += 1
-                self._pending.append(_new_tuple(Delta, (row, 1, (seq,))))
+                self._row_into(triple, 1, seq)
                 return
             leaf = leaves.leaves[record].seq
             leaves.copies[leaf] = leaves.copies[leaf] + 1
             leaves.leaf_of_copy[seq] = leaf
-        if self._on_release is not None:
-            self._released.append((triple[0], triple[1], triple[2]))
+        if self.on_release is not None:
+            self.released.push_back(triple[0])
+            self.released.push_back(triple[1])
+            self.released.push_back(triple[2])
 
     def expire(self, int64_t seq):
         """Copy ``seq`` leaves the window (ignored if its triple was never kept)."""
-        cdef _Leaves leaves = <_Leaves>self._leaves
+        cdef _Leaves leaves = self.leaves
         cdef int64_t leaf = seq
         cdef unordered_map[int64_t, int64_t].iterator found = leaves.leaf_of_copy.find(seq)
         if found != leaves.leaf_of_copy.end():
@@ -500,17 +611,37 @@ class WindowBuffer(WindowBufferBase):
         cdef Leaf held = leaves.leaves[record]
         leaves.remove(record)
         self.expired += 1
-        self._pending.append(_new_tuple(Delta, (leaves.row(held.ids), -1, (leaf,))))
-        if self._on_release is not None:
-            self._released.append((held.ids[0], held.ids[1], held.ids[2]))
+        self._row_into(held.ids, -1, leaf)
+        if self.on_release is not None:
+            self.released.push_back(held.ids[0])
+            self.released.push_back(held.ids[1])
+            self.released.push_back(held.ids[2])
 
     def held(self):
-        cdef _Leaves leaves = <_Leaves>self._leaves
-        return [(leaf.ids[0], leaf.ids[1], leaf.ids[2]) for leaf in leaves.leaves]
+        return [(leaf.ids[0], leaf.ids[1], leaf.ids[2]) for leaf in self.leaves.leaves]
 
     def close(self):
-        super().close()
-        self._leaves = _Leaves(self._columns)
+        """Release everything still held (the query is unregistered)."""
+        cdef size_t k
+        if self.on_release is not None:
+            for k in range(0, self.releasing.size(), 3):
+                self.on_release((self.releasing[k], self.releasing[k + 1], self.releasing[k + 2]))
+            for k in range(0, self.released.size(), 3):
+                self.on_release((self.released[k], self.released[k + 1], self.released[k + 2]))
+            for triple in self.held():
+                self.on_release(triple)
+        self.releasing.clear()
+        self.released.clear()
+        self.pending.clear()
+        self.leaves = _Leaves(self._columns)
 
     def __len__(self):
-        return (<_Leaves>self._leaves).leaves.size()
+        return self.leaves.leaves.size()
+
+
+class WindowBuffer(_WindowNode, WindowBufferBase):
+    """Compiled twin of :class:`cqels_endpoint.operators.reference.join.WindowBuffer`."""
+
+    def __init__(self, *args, **kwargs):
+        WindowBufferBase.__init__(self, *args, **kwargs)
+        self._setup(self._columns, self._on_release)

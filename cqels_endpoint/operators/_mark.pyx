@@ -9,6 +9,7 @@ again (-1 with the old mark, +1 with the new one, under its lineage); a row whos
 without flipping emits nothing. Twin: ``reference/mark.py``.
 """
 
+from cqels_endpoint.operators._base cimport Batch
 from cqels_endpoint.operators._negation cimport _NegationCore
 
 from cqels_endpoint.operators._negation import Negation
@@ -36,3 +37,4 @@ class Mark(Negation):
         left = self.schema
         self.schema = marked_schema(self, column)
         self._core = _MarkCore(self, left, self.right_schema, self.shared, self.keys, self.kind, condition)
+        self.out = Batch(len(self.schema))

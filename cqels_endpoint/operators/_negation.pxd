@@ -4,6 +4,8 @@
 from libc.stdint cimport int64_t, uint32_t
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
+
 from cqels_endpoint.operators._idkeys cimport Ids, Table
 from cqels_endpoint.operators._links cimport Links
 
@@ -86,3 +88,10 @@ cdef class _NegationCore:
     # EXISTS mark (_mark.pyx) overrides it to append the truth value instead of dropping the row.
     cdef object _output(self, tuple row, bint matched)
     cdef list flush(self)
+
+
+cdef class _NegationNode(Node):
+    cdef public _NegationCore _core
+    cdef public bint _inert           # MINUS between inputs sharing no column: the right is ignored
+    cdef public Batch out
+    cdef vector[int64_t] per_port     # deltas received per input

@@ -1,11 +1,11 @@
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cqels_endpoint.operators.base import Delta
+from cqels_endpoint.operators._base import Node
 from cqels_endpoint.operators.shared.negation import NegationBase
 from cqels_endpoint.plan.nodes import NegationKind
 
-class Negation(NegationBase):
+class Negation(Node, NegationBase):
     inputs_per_port: list[int]
     evaluations: int
     def __init__(
@@ -17,6 +17,4 @@ class Negation(NegationBase):
         label: str = "",
         keys: Sequence[str] | None = None,
     ) -> None: ...
-    def on_batch(self, port: int, deltas: list[Delta]) -> None: ...
-    def on_tick_end(self, tau: int) -> None: ...
     def counters(self) -> dict[str, Any]: ...

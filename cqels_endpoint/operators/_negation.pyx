@@ -34,6 +34,8 @@ retracts it.
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
+
 from cqels_endpoint.operators._idkeys cimport (
     UNBOUND,
     as_delta,
@@ -357,7 +359,48 @@ cdef class _NegationCore:
         return out
 
 
-class Negation(NegationBase):
+cdef class _NegationNode(Node):
+    """The operator's C half: each input batch goes to the core row by row, the tick's output
+    downstream as one batch."""
+
+    cdef int push(self, int port, Batch batch) except -1:
+        cdef Py_ssize_t i, count = batch.count()
+        cdef _NegationCore core = self._core
+        self.inputs_seen += count
+        self.per_port[port] += count
+        if port != 0 and self._inert:
+            return 0
+        for i in range(count):
+            if port == 0:
+                if batch.signs[i] > 0:
+                    core.left_insert(batch.row_tuple(i), batch.lineage_tuple(i))
+                else:
+                    core.left_expire(batch.lineage_tuple(i))
+            elif batch.signs[i] > 0:
+                core.right_insert(batch.row_tuple(i), batch.lineage_tuple(i))
+            else:
+                core.right_expire(batch.row_tuple(i), batch.lineage_tuple(i))
+        return 0
+
+    def on_batch(self, int port, list deltas):
+        self.inputs_seen += len(deltas)
+        self.per_port[port] += len(deltas)
+        if port == 0 or not self._inert:
+            self._core.feed(port, deltas)
+
+    cdef int tick_end(self, int64_t tau) except -1:
+        return self.emit_deltas(self._core.flush(), self.out)
+
+    @property
+    def inputs_per_port(self):
+        return list(self.per_port)
+
+    @inputs_per_port.setter
+    def inputs_per_port(self, counts):
+        self.per_port = counts
+
+
+class Negation(_NegationNode, NegationBase):
     """Left rows kept according to how many right rows match them (see the module docstring).
 
     ``condition(merged_row)`` gets the left row extended with the right row (term ids aligned
@@ -365,20 +408,12 @@ class Negation(NegationBase):
     """
 
     def __init__(self, left_schema, right_schema, kind, condition=None, label="", keys=None):
-        super().__init__(left_schema, right_schema, kind, label, keys)
+        NegationBase.__init__(self, left_schema, right_schema, kind, label, keys)
         # MINUS between inputs sharing no column never removes anything (§18.5).
         self._inert = self.kind is NegationKind.MINUS and not self.shared
         self._core = _NegationCore(self, self.schema, self.right_schema, self.shared, self.keys, self.kind, condition)
         self.inputs_per_port = [0, 0]
-
-    def on_batch(self, int port, list deltas):
-        self.inputs_seen += len(deltas)
-        self.inputs_per_port[port] += len(deltas)
-        if port == 0 or not self._inert:
-            (<_NegationCore>self._core).feed(port, deltas)
-
-    def on_tick_end(self, tau):
-        self.emit((<_NegationCore>self._core).flush())
+        self.out = Batch(len(self.schema))
 
     @property
     def evaluations(self):

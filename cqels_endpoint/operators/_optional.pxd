@@ -4,6 +4,8 @@
 from libc.stdint cimport int64_t, uint32_t
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
+
 from cqels_endpoint.operators._idkeys cimport Ids, Table
 from cqels_endpoint.operators._links cimport Links
 
@@ -74,3 +76,9 @@ cdef class _OptionalCore:
     cdef int right_insert(self, object row, object lineage, list out) except -1
     cdef int right_delete(self, object lineage, list out) except -1
     cdef list feed(self, int port, list deltas)
+
+
+cdef class _OptionalNode(Node):
+    cdef public _OptionalCore _core
+    cdef public Batch out
+    cdef vector[int64_t] per_port       # deltas received per input

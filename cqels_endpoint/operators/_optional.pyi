@@ -1,10 +1,11 @@
 from collections.abc import Sequence
 from typing import Any
 
+from cqels_endpoint.operators._base import Node
 from cqels_endpoint.operators.base import Delta, Operator
 from cqels_endpoint.runtime.decoding import TermDecoder
 
-class OptionalJoin(Operator):
+class OptionalJoin(Node, Operator):
     arity: int
     left_schema: tuple[str, ...]
     right_schema: tuple[str, ...]

@@ -9,7 +9,7 @@ match is a node linked into its left row's and its right row's lists (``_links``
 visits exactly the matches of the row that left, in the order the twin stores them, and rebuilds
 each joined row from the two rows (the filter is never evaluated again). A delta costs O(1) plus its
 candidates, as in the twin. A filtered OPTIONAL still pays its filter on decoded terms per candidate
-pair.
+pair. A ``Node`` (``_base``): batches come in through C, each row read as a tuple by the core.
 """
 
 from cpython.long cimport PyLong_FromLongLong
@@ -18,6 +18,8 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cython.operator cimport dereference as deref
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
+
+from cqels_endpoint.operators._base cimport Batch, Node
 
 from cqels_endpoint.operators._idkeys cimport UNBOUND, as_delta, hash_key, ids_tuple, lineage_key, row_ids
 from cqels_endpoint.operators._links cimport free_right_list, link, unlink
@@ -315,24 +317,56 @@ cdef class _OptionalCore:
         return out
 
 
-class OptionalJoin(Operator):
+cdef class _OptionalNode(Node):
+    """The operator's C half: each input batch goes to the core row by row, what it answers
+    downstream as one batch."""
+
+    cdef int push(self, int port, Batch batch) except -1:
+        cdef Py_ssize_t i, count = batch.count()
+        cdef _OptionalCore core = self._core
+        cdef list out = []
+        self.inputs_seen += count
+        self.per_port[port] += count
+        for i in range(count):
+            if port == 0:
+                if batch.signs[i] > 0:
+                    core.left_insert(batch.row_tuple(i), batch.lineage_tuple(i), out)
+                else:
+                    core.left_delete(batch.lineage_tuple(i), out)
+            elif batch.signs[i] > 0:
+                core.right_insert(batch.row_tuple(i), batch.lineage_tuple(i), out)
+            else:
+                core.right_delete(batch.lineage_tuple(i), out)
+        return self.emit_deltas(out, self.out)
+
+    def on_batch(self, int port, list deltas):
+        self.inputs_seen += len(deltas)
+        self.per_port[port] += len(deltas)
+        self.emit(self._core.feed(port, deltas))
+
+    @property
+    def inputs_per_port(self):
+        return list(self.per_port)
+
+    @inputs_per_port.setter
+    def inputs_per_port(self, counts):
+        self.per_port = counts
+
+
+class OptionalJoin(_OptionalNode, Operator):
     """Compiled twin of :class:`cqels_endpoint.operators.reference.optional.OptionalJoin`."""
 
     arity = 2
 
     def __init__(self, left_schema, right_schema, exprs=(), decoder=None, label="", **context):
-        super().__init__(union_schema(left_schema, right_schema), label or "optional")
+        Operator.__init__(self, union_schema(left_schema, right_schema), label or "optional")
         self.left_schema, self.right_schema = tuple(left_schema), tuple(right_schema)
         if exprs and decoder is None:
             raise ValueError("an OPTIONAL with a filter needs a decoder")
         passes = compile_filter(tuple(exprs), **context) if exprs else None
         self._core = _OptionalCore(self, self.schema, self.left_schema, self.right_schema, passes, decoder)
         self.inputs_per_port = [0, 0]
-
-    def on_batch(self, int port, list deltas):
-        self.inputs_seen += len(deltas)
-        self.inputs_per_port[port] += len(deltas)
-        self.emit((<_OptionalCore>self._core).feed(port, deltas))
+        self.out = Batch(len(self.schema))
 
     @property
     def rejected(self):

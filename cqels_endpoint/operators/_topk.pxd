@@ -5,6 +5,8 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t
 from libcpp.vector cimport vector
 
+from cqels_endpoint.operators._base cimport Batch, Node
+
 from cqels_endpoint.operators._idkeys cimport Ids, Table
 
 cdef extern from *:
@@ -84,3 +86,11 @@ cdef class _TopRows:
     cdef int remove(self, object lineage) except -1
     cdef int feed(self, list deltas) except -1
     cdef list flush(self)
+
+
+cdef class _TopKNode(Node):
+    cdef public _TopRows _rows
+    cdef public Batch out
+    cdef public bint _changed
+    cdef public int64_t recomputations
+    cdef public int64_t skipped_ticks

@@ -1,9 +1,7 @@
 from typing import Any
 
-from cqels_endpoint.operators.base import Delta
+from cqels_endpoint.operators._base import Node
 from cqels_endpoint.operators.shared.topk import TopKBase
 
-class TopK(TopKBase):
-    def on_batch(self, port: int, deltas: list[Delta]) -> None: ...
-    def on_tick_end(self, tau: int) -> None: ...
+class TopK(Node, TopKBase):
     def counters(self) -> dict[str, Any]: ...

@@ -15,6 +15,9 @@ entered or left, and the rows replaced under their lineage, are noted; at the en
 are compared with the slice emitted before: -1 for the rows that left it (in their previous order),
 then +1 for the rows that entered (in their new order), exactly the twin's deltas.
 
+The operator is a ``Node`` (``_base``): batches come in through C, each row read as the tuple its
+order key is computed from, and the tick's deltas leave as one batch.
+
 A change can only alter the slice if it happens in the influence region, the first m + k positions
 (an insertion there shifts the slice; a removal there pulls the next row in, or shrinks the relation
 below m + k). ``counters()`` reports ticks with such a change as ``recomputations`` and the other
@@ -26,6 +29,9 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
 
+from libc.stdint cimport int64_t
+
+from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._idkeys cimport as_delta, lineage_key
 
 from operator import itemgetter
@@ -223,32 +229,53 @@ cdef class _TopRows:
         return out
 
 
-class TopK(TopKBase):
+cdef class _TopKNode(Node):
+    """The operator's C half: input batches go to the sorted rows row by row, the tick's deltas
+    downstream as one batch."""
+
+    cdef int push(self, int port, Batch batch) except -1:
+        cdef Py_ssize_t i, count = batch.count()
+        self.inputs_seen += count
+        for i in range(count):
+            if batch.signs[i] > 0:
+                self._rows.insert(batch.row_tuple(i), batch.lineage_tuple(i))
+            else:
+                self._rows.remove(batch.lineage_tuple(i))
+        if count:
+            self._changed = True
+        return 0
+
+    def _live_rows(self):
+        return self._rows.order.size()
+
+    def on_batch(self, port, list deltas):
+        self.inputs_seen += len(deltas)
+        self._rows.feed(deltas)
+        if deltas:
+            self._changed = True
+
+    cdef int tick_end(self, int64_t tau) except -1:
+        if not self._changed:
+            return 0
+        self._changed = False
+        out = self._rows.flush()
+        if out is None:
+            self.skipped_ticks += 1
+            return 0
+        self.recomputations += 1
+        return self.emit_deltas(out, self.out)
+
+
+class TopK(_TopKNode, TopKBase):
     """Compiled twin of :class:`cqels_endpoint.operators.reference.topk.TopK` (module docstring)."""
 
     def __init__(self, *args, **kwargs):
         TopKBase.__init__(self, *args, **kwargs)
         self._rows = _TopRows(self._key, self.offset, self.limit)
-
-    def on_batch(self, port, list deltas):
-        self.inputs_seen += len(deltas)
-        (<_TopRows>self._rows).feed(deltas)
-        if deltas:
-            self._changed = True
-
-    def on_tick_end(self, tau):
-        if not self._changed:
-            return
-        self._changed = False
-        out = (<_TopRows>self._rows).flush()
-        if out is None:
-            self.skipped_ticks += 1
-            return
-        self.recomputations += 1
-        self.emit(out)
+        self.out = Batch(len(self.schema))
 
     def _slice_size(self):
-        return (<_TopRows>self._rows).shown_rows
+        return self._rows.shown_rows
 
     def counters(self):
-        return {**TopKBase.counters(self), "live_rows": (<_TopRows>self._rows).order.size()}
+        return {**TopKBase.counters(self), "live_rows": self._live_rows()}

@@ -164,6 +164,17 @@ class Source(Operator):
         self._releasing, self._released, self._pending = [], [], []
 
 
+def punctuate_all(sources: list[Operator], tau: int) -> None:
+    """Closes tick ``tau`` on every source of a plan, in order (twin of ``_base.punctuate_all``)."""
+    for source in sources:
+        source.on_punctuation(tau)
+
+
+def emitted_total(operators: list[Operator]) -> int:
+    """The sum of the operators' ``outputs_emitted`` counters (twin of ``_base.emitted_total``)."""
+    return sum([operator.outputs_emitted for operator in operators])
+
+
 def _format_counter(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{key}: {count}" for key, count in value.items()) + "}"

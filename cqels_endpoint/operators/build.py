@@ -15,19 +15,20 @@ from dataclasses import dataclass, field
 from cqels_endpoint.errors import PlanError
 from cqels_endpoint.operators import (
     Distinct,
+    Extend,
+    Filter,
     GroupAggregate,
     Mark,
     MultiwayJoin,
     Negation,
     OptionalJoin,
     Project,
+    Sink,
     TopK,
     Union,
     WindowBuffer,
 )
-from cqels_endpoint.operators.base import Operator, Sink
-from cqels_endpoint.operators.extend import Extend
-from cqels_endpoint.operators.filter import Filter
+from cqels_endpoint.operators.base import Operator
 from cqels_endpoint.operators.order import Order
 from cqels_endpoint.operators.path import PathWindow
 from cqels_endpoint.operators.seq import SeqInput, SeqMatch

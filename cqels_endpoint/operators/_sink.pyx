@@ -1,0 +1,56 @@
+# distutils: language = c++
+"""Compiled sink: the twin of ``base.Sink`` (read it for the semantics), a ``Node`` (``_base``).
+
+The root of every plan: a compiled top operator pushes its batches to it through C, and each row
+goes into Γ (``relation``) and the changes since the last ``take()`` (``_pending``) as a tuple of
+ids, without a Delta or a lineage tuple. A Python operator's Deltas are counted as the twin counts
+them.
+"""
+
+from libc.stdint cimport int64_t
+
+from cqels_endpoint.operators._base cimport Batch, Node
+
+from cqels_endpoint.operators.base import Sink as PythonSink
+
+
+cdef class _SinkNode(Node):
+    cdef public object relation      # Γ: row → multiplicity (a Counter)
+    cdef public object _pending      # the net changes since the last take()
+    cdef public object last_tau
+
+    cdef int push(self, int port, Batch batch) except -1:
+        cdef Py_ssize_t i, count = batch.count()
+        # Counters are dicts: their entries are set and deleted as a dict's.
+        cdef dict relation = <dict>self.relation, pending = <dict>self._pending
+        cdef tuple row
+        cdef int sign
+        self.inputs_seen += count
+        for i in range(count):
+            row = batch.row_tuple(i)
+            sign = batch.signs[i]
+            _add(relation, row, sign)
+            _add(pending, row, sign)
+        return 0
+
+    def on_batch(self, port, deltas):
+        """A Python edge (ORDER BY, a twin): its Deltas counted as they come."""
+        PythonSink.on_batch(self, port, deltas)
+
+    cdef int tick_end(self, int64_t tau) except -1:
+        self.last_tau = tau
+        return 0
+
+
+cdef inline int _add(dict counts, tuple row, int sign) except -1:
+    cdef object count = counts.get(row)
+    cdef int64_t now = (0 if count is None else <int64_t>count) + sign
+    if now:
+        counts[row] = now
+    elif count is not None:
+        del counts[row]
+    return 0
+
+
+class Sink(_SinkNode, PythonSink):
+    """Compiled twin of :class:`cqels_endpoint.operators.base.Sink`."""
