@@ -5,6 +5,62 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t, uintptr_t
 from libcpp.string cimport string
 
 
+cdef extern from *:
+    """
+    #include <cstdlib>
+    #include <new>
+    #include <vector>
+    // Blocks of up to LARGEST bytes (multiples of 8) carved from 64 KiB slabs, a free list per
+    // size: no allocator header or 16-byte rounding per block (a 34-byte IRI's entry takes 56
+    // bytes, not malloc's 64; a short literal's 32, not 48). A released block goes to its size's
+    // list for the next term of that size; slabs are freed with the dictionary. Larger blocks
+    // come from malloc, and the owner frees those itself.
+    struct CqelsSlabs {
+        static const size_t LARGEST = 256;
+        static const size_t SLAB = 64 * 1024;
+        void* free_lists[LARGEST / 8 + 1] = {};
+        char* cursor = nullptr;
+        size_t left = 0;
+        std::vector<void*> slabs;
+        CqelsSlabs() {}
+        CqelsSlabs(const CqelsSlabs&) = delete;
+        CqelsSlabs& operator=(const CqelsSlabs&) = delete;
+        ~CqelsSlabs() { for (void* slab : slabs) std::free(slab); }
+        static size_t rounded(size_t size) noexcept { return (size + 7) & ~size_t(7); }
+        static bool slabbed(size_t size) noexcept { return rounded(size) <= LARGEST; }
+        void* allocate(size_t size) noexcept {  // NULL when out of memory
+            size = rounded(size);
+            if (size > LARGEST) return std::malloc(size);
+            void* block = free_lists[size / 8];
+            if (block) { free_lists[size / 8] = *static_cast<void**>(block); return block; }
+            if (left < size) {
+                char* slab = static_cast<char*>(std::malloc(SLAB));
+                if (!slab) return nullptr;
+                try { slabs.push_back(slab); } catch (...) { std::free(slab); return nullptr; }
+                if (left >= 8) release(cursor, left);  // the old slab's tail serves its size
+                cursor = slab;
+                left = SLAB;
+            }
+            block = cursor;
+            cursor += size;
+            left -= size;
+            return block;
+        }
+        void release(void* block, size_t size) noexcept {
+            size = rounded(size);
+            if (size > LARGEST) { std::free(block); return; }
+            *static_cast<void**>(block) = free_lists[size / 8];
+            free_lists[size / 8] = block;
+        }
+    };
+    """
+    cdef cppclass Slabs "CqelsSlabs":
+        void* allocate(size_t) noexcept
+        void release(void*, size_t) noexcept
+        @staticmethod
+        bint slabbed(size_t) noexcept
+
+
 cdef struct Entry:
     int64_t id
     uint32_t refs
@@ -18,6 +74,7 @@ cdef class TermDictionary:
     cdef size_t _capacity  # of both tables: a power of two
     cdef int _shift  # 64 - log2(capacity), for the id table's Fibonacci hashing
     cdef size_t _count
+    cdef Slabs _slabs  # the entries' storage
     cdef int64_t _next_serial
     cdef dict _decoded  # id → the term decode built, while its entry lives
     cdef dict _datatypes  # datatype IRI → NamedNode, for decode

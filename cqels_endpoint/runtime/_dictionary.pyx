@@ -3,10 +3,12 @@
 reference counts, same errors), keyed by the N-Triples form of each term instead of by pyoxigraph
 objects. The id layout and the reference-count contract are documented in ``runtime/encoding.py``.
 
-Storage. Each entry is one ``malloc`` block: its id, its reference count, the length of its form
-and the form itself (``<http://…>``, ``_:b1``, ``"v"@en``, ``"v"^^<…>``, ``<<( s p o )>>``, exactly
-as ``str()`` writes the term), so a 34-character IRI costs one 64-byte block. Two open-addressing
-tables of pointers index the entries, by form (SipHash of the form, ``_Py_HashBytes``: the hash
+Storage. Each entry is one block: its id, its reference count, the length of its form and the
+form itself (``<http://…>``, ``_:b1``, ``"v"@en``, ``"v"^^<…>``, ``<<( s p o )>>``, exactly as
+``str()`` writes the term), rounded up to 8 bytes and carved from 64 KiB slabs (``Slabs``, in the
+``.pxd``: a free list per size reuses released blocks), so a 34-character IRI costs 56 bytes and a
+7-character literal 32 (malloc would take 64 and 48); forms over 240 bytes get a block of their own.
+Two open-addressing tables of pointers index the entries, by form (SipHash of the form, ``_Py_HashBytes``: the hash
 CPython keys its own ``str``s with, seeded per process, so crafted input cannot make the probes
 long) and by id; both use linear probing with backward-shift deletion, so no tombstones pile up as
 windows slide. No Python object is kept per entry: ``decode`` builds the pyoxigraph term from the
@@ -30,7 +32,7 @@ triple, each holding one reference.
 from cpython.array cimport array, clone
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.stdint cimport UINT32_MAX, int64_t, uint32_t, uint64_t, uintptr_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp, memcpy
 from libcpp.string cimport string
 
@@ -64,7 +66,7 @@ DEF IRI = 0
 DEF BLANK_NODE = 1
 DEF LITERAL = 2
 DEF TRIPLE = 3
-DEF TAG_BITS = 3  # malloc aligns entries to 8 bytes at least: the low bits of a form-table slot
+DEF TAG_BITS = 3  # entries are aligned to 8 bytes (Slabs, malloc): the low bits of a form-table slot
 DEF TAG_MASK = 7  # hold hash bits, so most probes skip another entry without reading it
 DEF MIN_CAPACITY = 16
 DEF TZ_PLUS_ZERO = TZ_OFFSET + MAX_OFFSET_MINUTES  # the timezone code of "+00:00"
@@ -209,8 +211,8 @@ cdef class TermDictionary:
         cdef size_t i
         if self._by_id != NULL:
             for i in range(self._capacity):
-                if self._by_id[i] != NULL:
-                    free(self._by_id[i])
+                if self._by_id[i] != NULL and not Slabs.slabbed(sizeof(Entry) + self._by_id[i].length):
+                    free(self._by_id[i])  # the slabs go with ``_slabs``
         free(self._by_id)
         free(self._by_form)
 
@@ -434,7 +436,7 @@ cdef class TermDictionary:
             raise OverflowError("a term of more than 4 GiB")
         if (self._count + 1) * 10 > self._capacity * 7:
             self._resize(self._capacity * 2)
-        entry = <Entry*>malloc(sizeof(Entry) + n)
+        entry = <Entry*>self._slabs.allocate(sizeof(Entry) + n)
         if entry == NULL:
             raise MemoryError()
         entry.id = (<int64_t>kind << TYPE_SHIFT) | self._next_serial
@@ -489,7 +491,7 @@ cdef class TermDictionary:
         if entry.refs:
             return 0
         self._erase(entry)
-        free(entry)
+        self._slabs.release(entry, sizeof(Entry) + entry.length)
         self._count -= 1
         if self._decoded:
             self._decoded.pop(term_id, None)
