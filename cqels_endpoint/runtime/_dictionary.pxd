@@ -69,10 +69,9 @@ cdef struct Entry:
 
 
 cdef class TermDictionary:
-    cdef uintptr_t* _by_form  # Entry* | the top bits of the form's hash in its low 3 bits; 0 = empty
+    cdef uintptr_t* _by_form  # Entry* | the low 3 bits of the form's hash; 0 = empty
     cdef Entry** _by_id  # NULL = empty
-    cdef size_t _capacity  # of both tables: a power of two
-    cdef int _shift  # 64 - log2(capacity), for the id table's Fibonacci hashing
+    cdef size_t _capacity  # of both tables: grows by half when 3/4 full
     cdef size_t _count
     cdef Slabs _slabs  # the entries' storage
     cdef int64_t _next_serial
@@ -84,7 +83,7 @@ cdef class TermDictionary:
 
     cdef int _allocate(self, size_t capacity) except -1
     cdef size_t _id_home(self, int64_t term_id) noexcept nogil
-    cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t n, uint64_t h) noexcept
+    cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t length, uint64_t h) noexcept
     cdef Entry* _entry(self, int64_t term_id) noexcept
     cdef void _place(self, Entry* entry, uint64_t h) noexcept
     cdef int _resize(self, size_t capacity) except -1

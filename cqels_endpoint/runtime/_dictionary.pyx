@@ -55,10 +55,18 @@ cdef extern from *:
     #define CQELS_DICT_VALUE_MASK ((int64_t)((1ULL << 58) - 1))
     #define CQELS_DICT_TYPE_BITS ((int64_t)(0x1FULL << 58))
     #define CQELS_DICT_DECIMAL_BIAS ((int64_t)(1LL << 53))
+    // Slot arithmetic for tables of any size n: the home of a 64-bit hash is its high bits scaled
+    // to n (multiply-shift), the next slot wraps at n, and the distance runs forward with the probe.
+    static inline size_t cqels_home(uint64_t h, size_t n) { return (size_t)(((unsigned __int128)h * n) >> 64); }
+    static inline size_t cqels_next(size_t i, size_t n) { return i + 1 == n ? 0 : i + 1; }
+    static inline size_t cqels_distance(size_t from, size_t to, size_t n) { return to >= from ? to - from : to + n - from; }
     """
     const int64_t VALUE_MASK "CQELS_DICT_VALUE_MASK"
     const int64_t TYPE_BITS "CQELS_DICT_TYPE_BITS"
     const int64_t DECIMAL_BIAS "CQELS_DICT_DECIMAL_BIAS"
+    size_t _home "cqels_home"(uint64_t h, size_t n) noexcept nogil
+    size_t _next "cqels_next"(size_t i, size_t n) noexcept nogil
+    size_t _distance "cqels_distance"(size_t start, size_t end, size_t n) noexcept nogil
 
 include "_inline_layout.pxi"
 
@@ -66,8 +74,8 @@ DEF IRI = 0
 DEF BLANK_NODE = 1
 DEF LITERAL = 2
 DEF TRIPLE = 3
-DEF TAG_BITS = 3  # entries are aligned to 8 bytes (Slabs, malloc): the low bits of a form-table slot
-DEF TAG_MASK = 7  # hold hash bits, so most probes skip another entry without reading it
+DEF TAG_MASK = 7  # entries are aligned to 8 bytes (Slabs, malloc): the low 3 bits of a form-table
+                  # slot hold low hash bits, so most probes skip another entry without reading it
 DEF MIN_CAPACITY = 16
 DEF TZ_PLUS_ZERO = TZ_OFFSET + MAX_OFFSET_MINUTES  # the timezone code of "+00:00"
 DEF XSD_LENGTH = 33  # len("http://www.w3.org/2001/XMLSchema#")
@@ -222,22 +230,18 @@ cdef class TermDictionary:
         if self._by_form == NULL or self._by_id == NULL:
             raise MemoryError()
         self._capacity = capacity
-        self._shift = 64
-        while capacity > 1:
-            capacity >>= 1
-            self._shift -= 1
         return 0
 
     # ------------------------------------------------------------------ the two tables
 
     cdef size_t _id_home(self, int64_t term_id) noexcept nogil:
-        return <size_t>((<uint64_t>term_id * _GOLDEN) >> self._shift)
+        return _home(<uint64_t>term_id * _GOLDEN, self._capacity)
 
-    cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t n, uint64_t h) noexcept:
+    cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t length, uint64_t h) noexcept:
         """The slot holding ``form``, or ``-1 - slot`` of the empty slot where it would go."""
-        cdef size_t mask = self._capacity - 1
-        cdef size_t i = h & mask
-        cdef uintptr_t slot, tag = h >> (64 - TAG_BITS)
+        cdef size_t n = self._capacity
+        cdef size_t i = _home(h, n)
+        cdef uintptr_t slot, tag = h & TAG_MASK
         cdef Entry* entry
         while True:
             slot = self._by_form[i]
@@ -245,29 +249,29 @@ cdef class TermDictionary:
                 return -1 - <Py_ssize_t>i
             if (slot & TAG_MASK) == tag:
                 entry = <Entry*>(slot & ~(<uintptr_t>TAG_MASK))
-                if entry.length == n and memcmp(_form(entry), form, n) == 0:
+                if entry.length == length and memcmp(_form(entry), form, length) == 0:
                     return i
-            i = (i + 1) & mask
+            i = _next(i, n)
 
     cdef Entry* _entry(self, int64_t term_id) noexcept:
-        cdef size_t mask = self._capacity - 1
+        cdef size_t n = self._capacity
         cdef size_t i = self._id_home(term_id)
         cdef Entry* entry
         while True:
             entry = self._by_id[i]
             if entry == NULL or entry.id == term_id:
                 return entry
-            i = (i + 1) & mask
+            i = _next(i, n)
 
     cdef void _place(self, Entry* entry, uint64_t h) noexcept:
-        cdef size_t mask = self._capacity - 1
-        cdef size_t i = h & mask
+        cdef size_t n = self._capacity
+        cdef size_t i = _home(h, n)
         while self._by_form[i] != 0:
-            i = (i + 1) & mask
-        self._by_form[i] = (<uintptr_t>entry) | (h >> (64 - TAG_BITS))
+            i = _next(i, n)
+        self._by_form[i] = (<uintptr_t>entry) | (h & TAG_MASK)
         i = self._id_home(entry.id)
         while self._by_id[i] != NULL:
-            i = (i + 1) & mask
+            i = _next(i, n)
         self._by_id[i] = entry
 
     cdef int _resize(self, size_t capacity) except -1:
@@ -287,33 +291,33 @@ cdef class TermDictionary:
     cdef void _erase(self, Entry* entry) noexcept:
         # Backward-shift deletion in both tables: the slots after the hole move back when their
         # home allows it, so probes never meet tombstones.
-        cdef size_t mask = self._capacity - 1
+        cdef size_t n = self._capacity
         cdef uint64_t h = _hash_form(_form(entry), entry.length)
-        cdef size_t hole = h & mask, j, home
+        cdef size_t hole = _home(h, n), j, home
         while (self._by_form[hole] & ~(<uintptr_t>TAG_MASK)) != <uintptr_t>entry:
-            hole = (hole + 1) & mask
+            hole = _next(hole, n)
         j = hole
         cdef Entry* other
         while True:
-            j = (j + 1) & mask
+            j = _next(j, n)
             if self._by_form[j] == 0:
                 break
             other = <Entry*>(self._by_form[j] & ~(<uintptr_t>TAG_MASK))
-            home = _hash_form(_form(other), other.length) & mask
-            if ((j - home) & mask) >= ((j - hole) & mask):
+            home = _home(_hash_form(_form(other), other.length), n)
+            if _distance(home, j, n) >= _distance(hole, j, n):
                 self._by_form[hole] = self._by_form[j]
                 hole = j
         self._by_form[hole] = 0
         hole = self._id_home(entry.id)
         while self._by_id[hole] != entry:
-            hole = (hole + 1) & mask
+            hole = _next(hole, n)
         j = hole
         while True:
-            j = (j + 1) & mask
+            j = _next(j, n)
             if self._by_id[j] == NULL:
                 break
             home = self._id_home(self._by_id[j].id)
-            if ((j - home) & mask) >= ((j - hole) & mask):
+            if _distance(home, j, n) >= _distance(hole, j, n):
                 self._by_id[hole] = self._by_id[j]
                 hole = j
         self._by_id[hole] = NULL
@@ -434,8 +438,8 @@ cdef class TermDictionary:
             return entry.id
         if n > UINT32_MAX:
             raise OverflowError("a term of more than 4 GiB")
-        if (self._count + 1) * 10 > self._capacity * 7:
-            self._resize(self._capacity * 2)
+        if (self._count + 1) * 4 > self._capacity * 3:
+            self._resize(self._capacity + self._capacity // 2)
         entry = <Entry*>self._slabs.allocate(sizeof(Entry) + n)
         if entry == NULL:
             raise MemoryError()
