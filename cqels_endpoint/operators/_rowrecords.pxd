@@ -1,8 +1,9 @@
 # distutils: language = c++
 """The aggregate's record of each input row it holds, for rows whose lineage is one leaf (a single
 window or cache pattern: most GROUP BY inputs), in C++: 24 bytes a row in a deque, found by the leaf
-through an open-addressing table of 32-bit record numbers (linear probing, at most 3/4 full,
-backward-shift deletion; the last record moves into a hole, so the deque stays dense). A row held
+through an open-addressing table of 32-bit record numbers (linear probing, ``runtime/_slots``:
+grown by half when 3/4 full; backward-shift deletion; the last record moves into a hole, so the
+deque stays dense). A row held
 in a Python dict instead costs a lineage tuple, its int, a (group, handles) tuple, a handle list
 and the dict's slot: about 200 bytes more.
 
@@ -14,6 +15,8 @@ Only declarations and inline code: cimporting this file adds no module to import
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uintptr_t
+
+from cqels_endpoint.runtime._slots cimport slot_home  # its C code comes first: the table's uses it
 
 cdef extern from *:
     """
@@ -27,7 +30,6 @@ cdef extern from *:
         std::deque<CqelsRowRecord> records;
         uint32_t* slots = nullptr;  // record number + 1; 0 = empty
         size_t capacity = 0;
-        int shift = 64;
         CqelsRowRecords() { allocate(MIN_SLOTS); }
         ~CqelsRowRecords() { std::free(slots); }
         CqelsRowRecords(const CqelsRowRecords&) = delete;
@@ -38,8 +40,7 @@ cdef extern from *:
         bool full() const noexcept { return records.size() >= 0xFFFFFFFEu; }
         // The record of `leaf`, or -1.
         ptrdiff_t find(int64_t leaf) const noexcept {
-            size_t mask = capacity - 1;
-            for (size_t i = home(leaf);; i = (i + 1) & mask) {
+            for (size_t i = home(leaf);; i = cqels_next(i, capacity)) {
                 uint32_t slot = slots[i];
                 if (slot == 0) return -1;
                 if (records[slot - 1].leaf == leaf) return ptrdiff_t(slot) - 1;
@@ -47,7 +48,7 @@ cdef extern from *:
         }
         // Adds a record (its leaf must be absent).
         void add(const CqelsRowRecord& record) {
-            if ((records.size() + 1) * 4 > capacity * 3) resize(capacity * 2);
+            if ((records.size() + 1) * 4 > capacity * 3) resize(capacity + capacity / 2);
             records.push_back(record);
             index(records.size() - 1);
         }
@@ -74,31 +75,28 @@ cdef extern from *:
         }
     private:
         size_t home(int64_t leaf) const noexcept {
-            return size_t((uint64_t(leaf) * 0x9E3779B97F4A7C15ULL) >> shift);
+            return cqels_home(uint64_t(leaf) * CQELS_GOLDEN, capacity);
         }
         void allocate(size_t count) {
             uint32_t* fresh = static_cast<uint32_t*>(std::calloc(count, sizeof(uint32_t)));
             if (!fresh) throw std::bad_alloc();
             slots = fresh;
             capacity = count;
-            shift = 64;
-            while (count > 1) { count >>= 1; --shift; }
         }
         void index(size_t record) noexcept {
-            size_t mask = capacity - 1, i = home(records[record].leaf);
-            while (slots[i] != 0) i = (i + 1) & mask;
+            size_t i = home(records[record].leaf);
+            while (slots[i] != 0) i = cqels_next(i, capacity);
             slots[i] = uint32_t(record + 1);
         }
         size_t slot_of(int64_t leaf, uint32_t value) const noexcept {
-            size_t mask = capacity - 1, i = home(leaf);
-            while (slots[i] != value) i = (i + 1) & mask;
+            size_t i = home(leaf);
+            while (slots[i] != value) i = cqels_next(i, capacity);
             return i;
         }
         void unindex(size_t hole) noexcept {
-            size_t mask = capacity - 1;
-            for (size_t j = (hole + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
+            for (size_t j = cqels_next(hole, capacity); slots[j] != 0; j = cqels_next(j, capacity)) {
                 size_t from = home(records[slots[j] - 1].leaf);
-                if (((j - from) & mask) >= ((j - hole) & mask)) { slots[hole] = slots[j]; hole = j; }
+                if (cqels_distance(from, j, capacity) >= cqels_distance(hole, j, capacity)) { slots[hole] = slots[j]; hole = j; }
             }
             slots[hole] = 0;
         }

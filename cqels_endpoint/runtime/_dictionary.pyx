@@ -38,6 +38,10 @@ from libcpp.string cimport string
 
 from cqels_endpoint.runtime._encoding cimport datatype_code, decode_inline, inline_lexical
 from cqels_endpoint.runtime._reader cimport TripleForms
+from cqels_endpoint.runtime._slots cimport GOLDEN
+from cqels_endpoint.runtime._slots cimport slot_distance as _distance
+from cqels_endpoint.runtime._slots cimport slot_home as _home
+from cqels_endpoint.runtime._slots cimport slot_next as _next
 
 import pyoxigraph as ox
 
@@ -55,18 +59,10 @@ cdef extern from *:
     #define CQELS_DICT_VALUE_MASK ((int64_t)((1ULL << 58) - 1))
     #define CQELS_DICT_TYPE_BITS ((int64_t)(0x1FULL << 58))
     #define CQELS_DICT_DECIMAL_BIAS ((int64_t)(1LL << 53))
-    // Slot arithmetic for tables of any size n: the home of a 64-bit hash is its high bits scaled
-    // to n (multiply-shift), the next slot wraps at n, and the distance runs forward with the probe.
-    static inline size_t cqels_home(uint64_t h, size_t n) { return (size_t)(((unsigned __int128)h * n) >> 64); }
-    static inline size_t cqels_next(size_t i, size_t n) { return i + 1 == n ? 0 : i + 1; }
-    static inline size_t cqels_distance(size_t from, size_t to, size_t n) { return to >= from ? to - from : to + n - from; }
     """
     const int64_t VALUE_MASK "CQELS_DICT_VALUE_MASK"
     const int64_t TYPE_BITS "CQELS_DICT_TYPE_BITS"
     const int64_t DECIMAL_BIAS "CQELS_DICT_DECIMAL_BIAS"
-    size_t _home "cqels_home"(uint64_t h, size_t n) noexcept nogil
-    size_t _next "cqels_next"(size_t i, size_t n) noexcept nogil
-    size_t _distance "cqels_distance"(size_t start, size_t end, size_t n) noexcept nogil
 
 include "_inline_layout.pxi"
 
@@ -80,7 +76,6 @@ DEF MIN_CAPACITY = 16
 DEF TZ_PLUS_ZERO = TZ_OFFSET + MAX_OFFSET_MINUTES  # the timezone code of "+00:00"
 DEF XSD_LENGTH = 33  # len("http://www.w3.org/2001/XMLSchema#")
 
-cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
 
 cdef object _NamedNode = ox.NamedNode
 cdef object _BlankNode = ox.BlankNode
@@ -235,7 +230,7 @@ cdef class TermDictionary:
     # ------------------------------------------------------------------ the two tables
 
     cdef size_t _id_home(self, int64_t term_id) noexcept nogil:
-        return _home(<uint64_t>term_id * _GOLDEN, self._capacity)
+        return _home(<uint64_t>term_id * GOLDEN, self._capacity)
 
     cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t length, uint64_t h) noexcept:
         """The slot holding ``form``, or ``-1 - slot`` of the empty slot where it would go."""
