@@ -3,9 +3,8 @@
 window or cache pattern: most GROUP BY inputs), in C++: 24 bytes a row in a deque, found by the leaf
 through an open-addressing table of 32-bit record numbers (linear probing, ``runtime/_slots``:
 grown by half when 3/4 full; backward-shift deletion; the last record moves into a hole, so the
-deque stays dense). A row held
-in a Python dict instead costs a lineage tuple, its int, a (group, handles) tuple, a handle list
-and the dict's slot: about 200 bytes more.
+deque stays dense). A row held in a Python dict instead costs a lineage tuple, its int, a (group,
+handles) tuple, a handle list and the dict's slot: about 250 bytes more.
 
 A record owns a reference to its group and, unless ``handles`` holds bits (see ``_aggregate``), to
 its handles object; the owner releases them when it takes the record back or is freed.
