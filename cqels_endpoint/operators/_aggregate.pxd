@@ -5,6 +5,7 @@ from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
 from cqels_endpoint.operators._base cimport Batch, Node
+from cqels_endpoint.operators._rowrecords cimport RowRecords
 
 
 cdef class _Aggregate:
@@ -117,7 +118,9 @@ cdef class _GroupCore:
     cdef object encode                # the dictionary's encode
     cdef object dictionary
     cdef dict groups                  # key → _Group
-    cdef dict rows                    # input lineage → (_Group, the handles its arguments got)
+    cdef RowRecords* leaf_rows        # rows whose lineage is one leaf: leaf → _Group, handles
+    cdef dict rows                    # other rows: input lineage → (_Group, the handles its arguments got)
+    cdef bint counting                # every aggregate a plain COUNT: handles are bits, not objects
     cdef list changed                 # groups changed this tick, in order
     cdef vector[int] kinds            # per aggregate: its kind (_COUNT …)
     cdef vector[char] distinct
@@ -132,6 +135,9 @@ cdef class _GroupCore:
     cdef _Group _new_group(self, tuple key)
     cdef int on_batch(self, list deltas) except -1
     cdef int add(self, tuple row, int64_t sign, object lineage) except -1
+    cdef void _forget_leaf_rows(self) noexcept
+    cdef int _keep(self, object lineage, _Group group, list handles) except -1
+    cdef tuple _take(self, object lineage)
     cdef list on_tick_end(self)
     cdef int _release(self, tuple row) except -1
     cdef int close(self) except -1

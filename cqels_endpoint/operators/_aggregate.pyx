@@ -31,7 +31,12 @@ re-hashes its value:
   bucket strings, so only that final join (and the result term) is linear in the group.
 """
 
-from libc.stdint cimport int64_t
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport int64_t, uintptr_t
+
+from cqels_endpoint.operators._rowrecords cimport RowRecord, RowRecords
 
 from cqels_endpoint.operators._base cimport Batch, Node
 
@@ -90,9 +95,11 @@ cdef class _Aggregate:
 
 cdef class _Count(_Aggregate):
     cdef object add(self, object value):
+        # The handle says only whether the value counted (not the value: COUNT(*)'s is the row).
         if value is not None:
             self.total += 1
-        return value
+            return True
+        return None
 
     cdef int remove(self, object handle) except -1:
         if handle is not None:
@@ -569,6 +576,18 @@ cdef class _Bag(_Aggregate):
         return separator.join(texts)
 
 
+cdef inline bint _one_leaf(object lineage, int64_t* leaf) except -1:
+    """Whether ``lineage`` is one leaf id (a tuple of one int64), written to ``leaf``."""
+    cdef int overflow = 0
+    if type(lineage) is not tuple or PyTuple_GET_SIZE(lineage) != 1:
+        return False
+    item = <object>PyTuple_GET_ITEM(lineage, 0)
+    if type(item) is not int:
+        return False
+    leaf[0] = PyLong_AsLongLongAndOverflow(item, &overflow)
+    return overflow == 0
+
+
 cdef class _Group:
     pass
 
@@ -585,6 +604,10 @@ cdef class _GroupCore:
         self.named = list(owner._named)
         self.groups = {}
         self.rows = {}
+        self.counting = self.kinds.size() <= 8 * sizeof(uintptr_t)
+        for i in range(self.kinds.size()):
+            if self.kinds[i] != _COUNT or self.distinct[i]:
+                self.counting = False
         self.changed = []
         self.to_release = []
         self.releasing = []
@@ -594,6 +617,25 @@ cdef class _GroupCore:
             self.groups[self.implicit.key] = self.implicit
             self.implicit.changed = True
             self.changed.append(self.implicit)
+
+    def __cinit__(self):
+        self.leaf_rows = new RowRecords()
+
+    def __dealloc__(self):
+        if self.leaf_rows != NULL:
+            self._forget_leaf_rows()
+            del self.leaf_rows
+
+    cdef void _forget_leaf_rows(self) noexcept:
+        """Releases the references the leaf records hold and empties them."""
+        cdef size_t record
+        cdef RowRecord* held
+        for record in range(self.leaf_rows.size()):
+            held = &self.leaf_rows.at(record)
+            Py_DECREF(<object>held.group)
+            if not self.counting:
+                Py_DECREF(<object><PyObject*>held.handles)
+        self.leaf_rows.clear()
 
     cdef _Group _new_group(self, tuple key):
         cdef _Group group = _Group.__new__(_Group)
@@ -637,10 +679,10 @@ cdef class _GroupCore:
             if group is None:
                 group = groups[key] = self._new_group(key)
             handles = [(<_Aggregate>group.aggregates[i]).add(arguments[i]) for i in range(count)]
-            self.rows[lineage] = (group, handles)
+            self._keep(lineage, group, handles)
             group.rows += 1
         else:
-            entry = self.rows.pop(lineage)
+            entry = self._take(lineage)
             group = <_Group>entry[0]
             handles = <list>entry[1]
             group.rows -= 1
@@ -650,6 +692,50 @@ cdef class _GroupCore:
             group.changed = True
             self.changed.append(group)
         return 0
+
+    cdef int _keep(self, object lineage, _Group group, list handles) except -1:
+        """Remembers the group and handles of the row of ``lineage``: in ``leaf_rows`` when the
+        lineage is one leaf (as bits when counting), else in ``rows``."""
+        cdef int64_t leaf
+        cdef RowRecord record
+        cdef Py_ssize_t i
+        if not _one_leaf(lineage, &leaf) or self.leaf_rows.full():
+            self.rows[lineage] = (group, handles)
+            return 0
+        record.leaf = leaf
+        record.group = <PyObject*>group
+        if self.counting:
+            record.handles = 0
+            for i in range(len(handles)):
+                if handles[i] is not None:
+                    record.handles |= (<uintptr_t>1) << i
+        else:
+            record.handles = <uintptr_t><PyObject*>handles
+        self.leaf_rows.add(record)
+        Py_INCREF(group)
+        if not self.counting:
+            Py_INCREF(handles)
+        return 0
+
+    cdef tuple _take(self, object lineage):
+        """Forgets the row of ``lineage``: its ``(group, handles)``."""
+        cdef int64_t leaf
+        cdef Py_ssize_t found, i
+        cdef RowRecord record
+        cdef object group, handles
+        if _one_leaf(lineage, &leaf):
+            found = self.leaf_rows.find(leaf)
+            if found >= 0:
+                record = self.leaf_rows.take(found)
+                group = <object>record.group
+                Py_DECREF(group)  # the record's reference: ``group`` holds its own
+                if self.counting:
+                    handles = [True if (record.handles >> i) & 1 else None for i in range(self.kinds.size())]
+                else:
+                    handles = <object><PyObject*>record.handles
+                    Py_DECREF(handles)
+                return (group, handles)
+        return self.rows.pop(lineage)
 
     cdef list on_tick_end(self):
         cdef list out = [], terms
@@ -708,7 +794,7 @@ cdef class _GroupCore:
         return 0
 
     def live_rows(self):
-        return len(self.rows)
+        return len(self.rows) + self.leaf_rows.size()
 
 
 cdef class _GroupNode(Node):

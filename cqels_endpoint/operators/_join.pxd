@@ -68,8 +68,7 @@ cdef class _Leaves:
     cdef deque[Leaf] leaves  # dense: a removed record's place takes the last record
     cdef uint32_t* by_seq  # record number + 1 by the leaf's seq; 0 = empty
     cdef uint32_t* by_triple  # record number + 1 by the triple
-    cdef size_t slots  # of both tables: a power of two
-    cdef int shift  # 64 - log2(slots)
+    cdef size_t slots  # of both tables: grows by half when 3/4 full
     cdef unordered_map[int64_t, int64_t] copies  # leaf → copies beyond the first, when any
     cdef unordered_map[int64_t, int64_t] leaf_of_copy  # a later copy's seq → its triple's leaf
     cdef vector[vector[int]] columns  # for each column of a row, the triple positions holding it

@@ -26,6 +26,7 @@ from libcpp.vector cimport vector
 from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._idkeys cimport UNBOUND, Ids, Table, hash_key
 from cqels_endpoint.operators._indexes cimport RingIndex, key_of_c
+from cqels_endpoint.runtime._slots cimport GOLDEN, slot_distance, slot_home, slot_next
 
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase
@@ -349,7 +350,6 @@ class MultiwayJoin(_JoinNode, MultiwayJoinBase):
         self._setup(self.schema, self.input_schemas)
 
 
-cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
 DEF MIN_SLOTS = 16
 
 
@@ -359,7 +359,8 @@ cdef class _Leaves:
 
     The leaves sit in a deque of 32-byte records (seq, s, p, o), kept dense by moving the last
     record into a hole; two open-addressing tables of 32-bit record numbers (linear probing,
-    backward-shift deletion) find a record by its seq and by its triple.
+    ``runtime/_slots``: grown by half when 3/4 full; backward-shift deletion) find a record by its
+    seq and by its triple.
     """
 
     def __cinit__(self, columns):
@@ -395,21 +396,17 @@ cdef class _Leaves:
         if self.by_seq == NULL or self.by_triple == NULL:
             raise MemoryError()
         self.slots = slots
-        self.shift = 64
-        while slots > 1:
-            slots >>= 1
-            self.shift -= 1
         return 0
 
     cdef size_t _seq_home(self, int64_t seq) noexcept:
-        return <size_t>((<uint64_t>seq * _GOLDEN) >> self.shift)
+        return slot_home(<uint64_t>seq * GOLDEN, self.slots)
 
     cdef size_t _triple_home(self, const int64_t* ids) noexcept:
-        return <size_t>((<uint64_t>key_of_c(ids, 3) * _GOLDEN) >> self.shift)
+        return slot_home(<uint64_t>key_of_c(ids, 3) * GOLDEN, self.slots)
 
     cdef Py_ssize_t find_seq(self, int64_t seq) noexcept:
         """The record of the leaf ``seq``, or -1."""
-        cdef size_t mask = self.slots - 1, i = self._seq_home(seq)
+        cdef size_t i = self._seq_home(seq)
         cdef uint32_t slot
         while True:
             slot = self.by_seq[i]
@@ -417,11 +414,11 @@ cdef class _Leaves:
                 return -1
             if self.leaves[slot - 1].seq == seq:
                 return slot - 1
-            i = (i + 1) & mask
+            i = slot_next(i, self.slots)
 
     cdef Py_ssize_t find_triple(self, const int64_t* ids) noexcept:
         """The record of the triple ``ids``, or -1."""
-        cdef size_t mask = self.slots - 1, i = self._triple_home(ids)
+        cdef size_t i = self._triple_home(ids)
         cdef uint32_t slot
         cdef Leaf* leaf
         while True:
@@ -431,17 +428,16 @@ cdef class _Leaves:
             leaf = &self.leaves[slot - 1]
             if leaf.ids[0] == ids[0] and leaf.ids[1] == ids[1] and leaf.ids[2] == ids[2]:
                 return slot - 1
-            i = (i + 1) & mask
+            i = slot_next(i, self.slots)
 
     cdef void _index(self, size_t record) noexcept:
-        cdef size_t mask = self.slots - 1
         cdef size_t i = self._seq_home(self.leaves[record].seq)
         while self.by_seq[i] != 0:
-            i = (i + 1) & mask
+            i = slot_next(i, self.slots)
         self.by_seq[i] = <uint32_t>(record + 1)
         i = self._triple_home(self.leaves[record].ids)
         while self.by_triple[i] != 0:
-            i = (i + 1) & mask
+            i = slot_next(i, self.slots)
         self.by_triple[i] = <uint32_t>(record + 1)
 
     cdef int _resize(self, size_t slots) except -1:
@@ -460,7 +456,7 @@ cdef class _Leaves:
         if self.leaves.size() >= 0xFFFFFFFE:
             raise OverflowError("a window holds at most 2**32 - 2 distinct triples")
         if (self.leaves.size() + 1) * 4 > self.slots * 3:
-            self._resize(self.slots * 2)
+            self._resize(self.slots + self.slots // 2)
         cdef Leaf leaf
         leaf.seq = seq
         leaf.ids[0], leaf.ids[1], leaf.ids[2] = ids[0], ids[1], ids[2]
@@ -470,10 +466,10 @@ cdef class _Leaves:
 
     cdef void _unindex(self, uint32_t* table, size_t hole, bint by_seq) noexcept:
         # Backward-shift deletion: later slots of the run move back when their home allows it.
-        cdef size_t mask = self.slots - 1, j = hole, home
+        cdef size_t j = hole, home
         cdef uint32_t slot
         while True:
-            j = (j + 1) & mask
+            j = slot_next(j, self.slots)
             slot = table[j]
             if slot == 0:
                 break
@@ -481,15 +477,14 @@ cdef class _Leaves:
                 home = self._seq_home(self.leaves[slot - 1].seq)
             else:
                 home = self._triple_home(self.leaves[slot - 1].ids)
-            if ((j - home) & mask) >= ((j - hole) & mask):
+            if slot_distance(home, j, self.slots) >= slot_distance(hole, j, self.slots):
                 table[hole] = slot
                 hole = j
         table[hole] = 0
 
     cdef size_t _slot_of(self, uint32_t* table, size_t home, uint32_t value) noexcept:
-        cdef size_t mask = self.slots - 1
         while table[home] != value:
-            home = (home + 1) & mask
+            home = slot_next(home, self.slots)
         return home
 
     cdef int remove(self, Py_ssize_t record) except -1:

@@ -3,10 +3,12 @@
 reference counts, same errors), keyed by the N-Triples form of each term instead of by pyoxigraph
 objects. The id layout and the reference-count contract are documented in ``runtime/encoding.py``.
 
-Storage. Each entry is one ``malloc`` block: its id, its reference count, the length of its form
-and the form itself (``<http://…>``, ``_:b1``, ``"v"@en``, ``"v"^^<…>``, ``<<( s p o )>>``, exactly
-as ``str()`` writes the term), so a 34-character IRI costs one 64-byte block. Two open-addressing
-tables of pointers index the entries, by form (SipHash of the form, ``_Py_HashBytes``: the hash
+Storage. Each entry is one block: its id, its reference count, the length of its form and the
+form itself (``<http://…>``, ``_:b1``, ``"v"@en``, ``"v"^^<…>``, ``<<( s p o )>>``, exactly as
+``str()`` writes the term), rounded up to 8 bytes and carved from 64 KiB slabs (``Slabs``, in the
+``.pxd``: a free list per size reuses released blocks), so a 34-character IRI costs 56 bytes and a
+7-character literal 32 (malloc would take 64 and 48); forms over 240 bytes get a block of their own.
+Two open-addressing tables of pointers index the entries, by form (SipHash of the form, ``_Py_HashBytes``: the hash
 CPython keys its own ``str``s with, seeded per process, so crafted input cannot make the probes
 long) and by id; both use linear probing with backward-shift deletion, so no tombstones pile up as
 windows slide. No Python object is kept per entry: ``decode`` builds the pyoxigraph term from the
@@ -30,12 +32,16 @@ triple, each holding one reference.
 from cpython.array cimport array, clone
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.stdint cimport UINT32_MAX, int64_t, uint32_t, uint64_t, uintptr_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp, memcpy
 from libcpp.string cimport string
 
 from cqels_endpoint.runtime._encoding cimport datatype_code, decode_inline, inline_lexical
 from cqels_endpoint.runtime._reader cimport TripleForms
+from cqels_endpoint.runtime._slots cimport GOLDEN
+from cqels_endpoint.runtime._slots cimport slot_distance as _distance
+from cqels_endpoint.runtime._slots cimport slot_home as _home
+from cqels_endpoint.runtime._slots cimport slot_next as _next
 
 import pyoxigraph as ox
 
@@ -65,13 +71,12 @@ DEF IRI = 0
 DEF BLANK_NODE = 1
 DEF LITERAL = 2
 DEF TRIPLE = 3
-DEF TAG_BITS = 3  # malloc aligns entries to 8 bytes at least: the low bits of a form-table slot
-DEF TAG_MASK = 7  # hold hash bits, so most probes skip another entry without reading it
+DEF TAG_MASK = 7  # entries are aligned to 8 bytes (Slabs, malloc): the low 3 bits of a form-table
+                  # slot hold low hash bits, so most probes skip another entry without reading it
 DEF MIN_CAPACITY = 16
 DEF TZ_PLUS_ZERO = TZ_OFFSET + MAX_OFFSET_MINUTES  # the timezone code of "+00:00"
 DEF XSD_LENGTH = 33  # len("http://www.w3.org/2001/XMLSchema#")
 
-cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
 
 cdef object _NamedNode = ox.NamedNode
 cdef object _BlankNode = ox.BlankNode
@@ -210,8 +215,8 @@ cdef class TermDictionary:
         cdef size_t i
         if self._by_id != NULL:
             for i in range(self._capacity):
-                if self._by_id[i] != NULL:
-                    free(self._by_id[i])
+                if self._by_id[i] != NULL and not Slabs.slabbed(sizeof(Entry) + self._by_id[i].length):
+                    free(self._by_id[i])  # the slabs go with ``_slabs``
         free(self._by_id)
         free(self._by_form)
 
@@ -221,22 +226,18 @@ cdef class TermDictionary:
         if self._by_form == NULL or self._by_id == NULL:
             raise MemoryError()
         self._capacity = capacity
-        self._shift = 64
-        while capacity > 1:
-            capacity >>= 1
-            self._shift -= 1
         return 0
 
     # ------------------------------------------------------------------ the two tables
 
     cdef size_t _id_home(self, int64_t term_id) noexcept nogil:
-        return <size_t>((<uint64_t>term_id * _GOLDEN) >> self._shift)
+        return _home(<uint64_t>term_id * GOLDEN, self._capacity)
 
-    cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t n, uint64_t h) noexcept:
+    cdef Py_ssize_t _find_form(self, const char* form, Py_ssize_t length, uint64_t h) noexcept:
         """The slot holding ``form``, or ``-1 - slot`` of the empty slot where it would go."""
-        cdef size_t mask = self._capacity - 1
-        cdef size_t i = h & mask
-        cdef uintptr_t slot, tag = h >> (64 - TAG_BITS)
+        cdef size_t n = self._capacity
+        cdef size_t i = _home(h, n)
+        cdef uintptr_t slot, tag = h & TAG_MASK
         cdef Entry* entry
         while True:
             slot = self._by_form[i]
@@ -244,29 +245,29 @@ cdef class TermDictionary:
                 return -1 - <Py_ssize_t>i
             if (slot & TAG_MASK) == tag:
                 entry = <Entry*>(slot & ~(<uintptr_t>TAG_MASK))
-                if entry.length == n and memcmp(_form(entry), form, n) == 0:
+                if entry.length == length and memcmp(_form(entry), form, length) == 0:
                     return i
-            i = (i + 1) & mask
+            i = _next(i, n)
 
     cdef Entry* _entry(self, int64_t term_id) noexcept:
-        cdef size_t mask = self._capacity - 1
+        cdef size_t n = self._capacity
         cdef size_t i = self._id_home(term_id)
         cdef Entry* entry
         while True:
             entry = self._by_id[i]
             if entry == NULL or entry.id == term_id:
                 return entry
-            i = (i + 1) & mask
+            i = _next(i, n)
 
     cdef void _place(self, Entry* entry, uint64_t h) noexcept:
-        cdef size_t mask = self._capacity - 1
-        cdef size_t i = h & mask
+        cdef size_t n = self._capacity
+        cdef size_t i = _home(h, n)
         while self._by_form[i] != 0:
-            i = (i + 1) & mask
-        self._by_form[i] = (<uintptr_t>entry) | (h >> (64 - TAG_BITS))
+            i = _next(i, n)
+        self._by_form[i] = (<uintptr_t>entry) | (h & TAG_MASK)
         i = self._id_home(entry.id)
         while self._by_id[i] != NULL:
-            i = (i + 1) & mask
+            i = _next(i, n)
         self._by_id[i] = entry
 
     cdef int _resize(self, size_t capacity) except -1:
@@ -286,33 +287,33 @@ cdef class TermDictionary:
     cdef void _erase(self, Entry* entry) noexcept:
         # Backward-shift deletion in both tables: the slots after the hole move back when their
         # home allows it, so probes never meet tombstones.
-        cdef size_t mask = self._capacity - 1
+        cdef size_t n = self._capacity
         cdef uint64_t h = _hash_form(_form(entry), entry.length)
-        cdef size_t hole = h & mask, j, home
+        cdef size_t hole = _home(h, n), j, home
         while (self._by_form[hole] & ~(<uintptr_t>TAG_MASK)) != <uintptr_t>entry:
-            hole = (hole + 1) & mask
+            hole = _next(hole, n)
         j = hole
         cdef Entry* other
         while True:
-            j = (j + 1) & mask
+            j = _next(j, n)
             if self._by_form[j] == 0:
                 break
             other = <Entry*>(self._by_form[j] & ~(<uintptr_t>TAG_MASK))
-            home = _hash_form(_form(other), other.length) & mask
-            if ((j - home) & mask) >= ((j - hole) & mask):
+            home = _home(_hash_form(_form(other), other.length), n)
+            if _distance(home, j, n) >= _distance(hole, j, n):
                 self._by_form[hole] = self._by_form[j]
                 hole = j
         self._by_form[hole] = 0
         hole = self._id_home(entry.id)
         while self._by_id[hole] != entry:
-            hole = (hole + 1) & mask
+            hole = _next(hole, n)
         j = hole
         while True:
-            j = (j + 1) & mask
+            j = _next(j, n)
             if self._by_id[j] == NULL:
                 break
             home = self._id_home(self._by_id[j].id)
-            if ((j - home) & mask) >= ((j - hole) & mask):
+            if _distance(home, j, n) >= _distance(hole, j, n):
                 self._by_id[hole] = self._by_id[j]
                 hole = j
         self._by_id[hole] = NULL
@@ -433,9 +434,9 @@ cdef class TermDictionary:
             return entry.id
         if n > UINT32_MAX:
             raise OverflowError("a term of more than 4 GiB")
-        if (self._count + 1) * 10 > self._capacity * 7:
-            self._resize(self._capacity * 2)
-        entry = <Entry*>malloc(sizeof(Entry) + n)
+        if (self._count + 1) * 4 > self._capacity * 3:
+            self._resize(self._capacity + self._capacity // 2)
+        entry = <Entry*>self._slabs.allocate(sizeof(Entry) + n)
         if entry == NULL:
             raise MemoryError()
         entry.id = (<int64_t>kind << TYPE_SHIFT) | self._next_serial
@@ -490,7 +491,7 @@ cdef class TermDictionary:
         if entry.refs:
             return 0
         self._erase(entry)
-        free(entry)
+        self._slabs.release(entry, sizeof(Entry) + entry.length)
         self._count -= 1
         if self._decoded:
             self._decoded.pop(term_id, None)

@@ -98,6 +98,10 @@ QUERIES = {
     "unnamed and failing keys": """
         SELECT (COUNT(?x) AS ?c) (MEDIAN(?x) AS ?me)
         WHERE { ?g <http://ex.org/v> ?x } GROUP BY (isIRI(?g)) (?x + 1 AS ?k)""",
+    # Only plain COUNTs: the compiled operator keeps each one-leaf row's handles as bits.
+    "plain counts": """
+        SELECT ?g (COUNT(*) AS ?c) (COUNT(?x) AS ?cx) (COUNT(?x + 1) AS ?ce)
+        WHERE { ?g <http://ex.org/v> ?x } GROUP BY ?g""",
 }
 
 
@@ -139,8 +143,9 @@ def run(query: str, ticks: list[list[list]]) -> None:
     )
 
 
-def replay(text: str, ticks: list[list[tuple]]) -> None:
-    """``run`` on terms: ``("+", (g, x))`` inserts a leaf, ``("-", k)`` expires the k-th live one."""
+def replay(text: str, ticks: list[list[tuple]], lineage_of=lambda leaf: (leaf,)) -> None:
+    """``run`` on terms: ``("+", (g, x))`` inserts a leaf, ``("-", k)`` expires the k-th live one;
+    the row of leaf k has the lineage ``lineage_of(k)``."""
     group = group_of(text)
     dictionary = TermDictionary()
     incremental = Harness(GroupAggregate, group, dictionary)
@@ -153,11 +158,11 @@ def replay(text: str, ticks: list[list[tuple]]) -> None:
             if operation == "+":
                 row = tuple(None if term is None else dictionary.encode(term) for term in argument)
                 live[next_leaf] = row
-                deltas.append(Delta(row, 1, (next_leaf,)))
+                deltas.append(Delta(row, 1, lineage_of(next_leaf)))
                 next_leaf += 1
             elif live:
                 leaf = sorted(live)[argument % len(live)]
-                deltas.append(Delta(live.pop(leaf), -1, (leaf,)))
+                deltas.append(Delta(live.pop(leaf), -1, lineage_of(leaf)))
         mine = incremental.tick(deltas, tau)
         theirs = reference.tick(deltas, tau)
         for sign in (1, -1):
@@ -239,6 +244,40 @@ def large_ticks(seed: int) -> list[list[tuple]]:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_large_groups_split_merge_and_drop_buckets_and_still_agree(seed):
     replay(LARGE, large_ticks(seed))
+
+
+def mixed_lineage(leaf: int) -> tuple:
+    """One leaf, a join's several leaves, or one leaf past int64 (which the compiled operator keeps
+    apart from the one-leaf rows it records in C++)."""
+    if leaf % 3 == 0:
+        return (leaf, -leaf)
+    if leaf % 5 == 0:
+        return (2**70 + leaf,)
+    return (leaf,)
+
+
+@pytest.mark.parametrize("query", [LARGE, QUERIES["plain counts"], QUERIES["no GROUP BY"]])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_rows_of_every_lineage_shape_grow_and_shrink_and_still_agree(query, seed):
+    replay(query, large_ticks(seed), lineage_of=mixed_lineage)
+
+
+def test_the_compiled_operator_counts_every_live_row_it_records():
+    group = group_of(QUERIES["plain counts"])
+    dictionary = TermDictionary()
+    harness = Harness(GroupAggregate, group, dictionary)
+    g, x = dictionary.encode(GROUPS[0]), dictionary.encode(VALUES[0])
+    leaves = range(1, 3001)
+    harness.tick([Delta((g, x), 1, mixed_lineage(leaf)) for leaf in leaves], 0)
+    assert harness.operator.counters()["live_rows"] == 3000
+    harness.tick([Delta((g, x), -1, mixed_lineage(leaf)) for leaf in leaves[::2]], 1)
+    assert harness.operator.counters()["live_rows"] == 1500
+    out = harness.tick([Delta((g, x), -1, mixed_lineage(leaf)) for leaf in leaves[1::2]], 2)
+    assert harness.operator.counters()["live_rows"] == 0
+    assert [delta.sign for delta in out] == [-1]  # the group is gone
+    harness.operator.close()
+    dictionary.decref_many([g, x])
+    assert len(dictionary) == 0
 
 
 # ---------------------------------------------------------------------- pinned results

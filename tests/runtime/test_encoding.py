@@ -465,6 +465,35 @@ def test_encode_triples_takes_one_reference_per_position(new_dictionary):
 
 
 @dictionaries
+def test_released_entries_make_room_for_terms_of_every_length(new_dictionary):
+    # Forms from a few bytes to past the compiled dictionary's largest slab block (240 bytes of
+    # form), ASCII and two-byte UTF-8: each round releases half the live terms and encodes new ones
+    # of the same lengths, which take the released blocks; every live term still reads back as
+    # itself, and no id is issued twice.
+    dictionary = new_dictionary()
+
+    def term(serial: int, length: int):
+        text = ("é" if serial % 3 == 0 else "a") * length + str(serial)
+        return ox.Literal(text) if serial % 2 else ox.NamedNode(f"http://e/{text}")
+
+    live: dict = {}
+    issued: set[int] = set()
+    for round_ in range(4):
+        terms = [term(round_ * 1000 + i, length) for i, length in enumerate(range(0, 320, 3))]
+        ids = dictionary.encode_many(terms)
+        assert issued.isdisjoint(ids)
+        issued.update(ids)
+        live.update(zip(terms, ids))
+        assert dictionary.decode_row(list(live.values())) == tuple(live)
+        assert all(dictionary.lookup(t) == i for t, i in live.items())
+        released = list(live)[::2]
+        dictionary.decref_many([live.pop(t) for t in released])
+        assert all(dictionary.lookup(t) is None for t in released) and len(dictionary) == len(live)
+    dictionary.decref_many(list(live.values()))
+    assert len(dictionary) == 0
+
+
+@dictionaries
 def test_many_entries_grow_and_shrink_the_tables(new_dictionary):
     dictionary = new_dictionary()
     terms = [ox.NamedNode(f"http://e/{i}") for i in range(5000)]
