@@ -337,5 +337,5 @@ def _always(query: ContinuousQuery) -> bool:
     if any(stream_wide(st.window) for st in query.patterns):
         return True
     if _NOW.search(query.text):
-        return True  # its re-evaluation (recompute mode) sees a new NOW() at every τ
+        return True  # its re-evaluation (recompute mode) reads the wall clock again each time
     return any(isinstance(node, n.Seq) for node in walk(query.algebra.pattern))
