@@ -346,7 +346,9 @@ class Engine:
         evaluator = IncrementalEvaluator(algebra, patterns, self.store, self.dictionary, self.limits.max_tick_rows)
         name = f"{group}#{next(self._group_numbers)}"
         driver = GroupDriver(name, template.text, algebra, r2s, Mode.INCREMENTAL, patterns, evaluator, origin_ms)
-        return InstanceGroup(driver, self._drop_group)
+        instance_group = InstanceGroup(driver, self._drop_group)
+        instance_group.on_taken = lambda queries: self._driven.update(dict.fromkeys(queries))
+        return instance_group
 
     def _stage_initial(self, evaluator: Evaluator, states: list[CacheState], builds: list[CacheBuild]) -> None:
         """Stages the initial builds of a query not registered yet (``_adopt_caches`` releases them)."""

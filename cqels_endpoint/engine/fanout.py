@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.continuous import ContinuousQuery
+from cqels_endpoint.engine.instances import GroupDriver, InstanceQuery
 from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import stream_wide
@@ -56,10 +57,14 @@ _NOW = re.compile(r"\bNOW\s*\(", re.IGNORECASE)
 class _Unit:
     """The queries reading one set of window states (registration order), reached together."""
 
-    __slots__ = ("always", "held", "key", "ordinal", "predicates", "queries", "removed", "seen", "streams", "version")
+    __slots__ = ("always", "held", "key", "members", "ordinal", "predicates", "queries", "removed", "seen", "streams", "targets", "version")
 
     def __init__(self, query: ContinuousQuery, ordinal: int, predicates: dict[str, set[int] | None], held: list[int]) -> None:
-        self.queries = [query]
+        self.queries = [query]  # what it classifies and catches up: its queries, an instance group's driver
+        # What the engine calls: its queries and the first instance of each group (which runs the
+        # driver and hands the others their part: ``InstanceGroup.hand``), and each group's instances.
+        self.targets: list[ContinuousQuery] = []
+        self.members: dict[object, list[InstanceQuery]] = {}
         self.held = held  # the predicate ids it keys, each with a dictionary reference
         self.key: object = None  # its window states' keys (``FanOut._units``)
         self.ordinal = ordinal
@@ -134,19 +139,17 @@ class FanOut:
     # ------------------------------------------------------------------ registration
 
     def add(self, query: ContinuousQuery) -> None:
-        """``query`` now reads its streams."""
+        """``query`` now reads its streams (an instance: its group's driver does)."""
         self._order[query] = next(self._ordinals)
         if query._variable:
             self._everywhere.append(query)
             return
+        driven = query.view.group.driver if isinstance(query, InstanceQuery) else query
         key = tuple(window.state_key for window in query.windows) if query.windows else object()
         unit = self._units.get(key)
-        if unit is not None:
-            unit.queries.append(query)
-            unit.always = unit.always or _always(query)
-        else:
+        if unit is None:
             held: list[int] = []
-            unit = self._units[key] = _Unit(query, self._order[query], self._predicates(query, held), held)
+            unit = self._units[key] = _Unit(driven, self._order[query], self._predicates(driven, held), held)
             unit.key = key
             for stream in unit.streams:
                 index = self._streams.get(stream)
@@ -160,8 +163,18 @@ class FanOut:
                 else:
                     for predicate in predicates:
                         index.by_predicate.setdefault(predicate, set()).add(unit)
+        elif driven not in unit.queries:
+            unit.queries.append(driven)
+            unit.always = unit.always or _always(driven)
+        if driven is query:
+            unit.targets.append(query)
+        else:
+            members = unit.members.setdefault(driven, [])
+            if not members:
+                unit.targets.append(query)
+            members.append(query)
         self._unit_of[query] = unit
-        query._behind = lambda: self._catch_up(unit)
+        driven._behind = lambda: self._catch_up(unit)
         self._classify(unit)
 
     def remove(self, query: ContinuousQuery) -> None:
@@ -174,8 +187,21 @@ class FanOut:
         if unit is None:
             return
         self._catch_up(unit)
-        query._behind = None
-        unit.queries.remove(query)
+        if isinstance(query, InstanceQuery):
+            driver = query.view.group.driver
+            members = unit.members[driver]
+            members.remove(query)
+            if query in unit.targets:
+                unit.targets.remove(query)
+                if members:
+                    unit.targets.append(members[0])
+            if not members:
+                del unit.members[driver]
+                unit.queries.remove(driver)
+        else:
+            query._behind = None
+            unit.targets.remove(query)
+            unit.queries.remove(query)
         if unit.queries:
             return
         unit.removed = True
@@ -237,7 +263,7 @@ class FanOut:
                 if version == unit.version and not unit.removed:
                     units.add(unit)
         self._note(index, event.time, units)
-        reached = [query for unit in units for query in unit.queries]
+        reached = [query for unit in units for query in unit.targets]
         reached.extend(query for query in self._everywhere if query.reads(event.stream))
         order = self._order
         reached.sort(key=order.__getitem__)
@@ -258,7 +284,7 @@ class FanOut:
                 continue
             timer = unit.timer()
             if timer is None or timer > event.time:
-                skipped.update(unit.queries)
+                skipped.update(unit.targets)
         return skipped
 
     def audit(self, query: ContinuousQuery, event: Event):
@@ -330,8 +356,8 @@ class FanOut:
 
 def _always(query: ContinuousQuery) -> bool:
     """Whether every event of its streams must reach ``query`` (module docstring)."""
-    if type(query) is not ContinuousQuery:
-        return True  # directional queries, template instances: their own drivers
+    if type(query) not in (ContinuousQuery, GroupDriver):
+        return True  # directional queries: their own anchors and closes
     if query.schedule is None and query.r2s is R2S.RSTREAM:
         return True
     if any(stream_wide(st.window) for st in query.patterns):
