@@ -57,7 +57,9 @@ _NOW = re.compile(r"\bNOW\s*\(", re.IGNORECASE)
 class _Unit:
     """The queries reading one set of window states (registration order), reached together."""
 
-    __slots__ = ("always", "held", "key", "members", "ordinal", "predicates", "queries", "removed", "seen", "streams", "targets", "version")
+    __slots__ = (
+        "always", "held", "key", "members", "ordinal", "predicates", "queries", "removed", "seen", "settled", "streams", "synced", "targets", "version",
+    )
 
     def __init__(self, query: ContinuousQuery, ordinal: int, predicates: dict[str, set[int] | None], held: list[int]) -> None:
         self.queries = [query]  # what it classifies and catches up: its queries, an instance group's driver
@@ -73,12 +75,16 @@ class _Unit:
         self.always = _always(query)  # reached by every event of its streams, whatever it holds
         self.seen: dict[str, int] = {}  # by stream: the serial of the last event when last reached
         self.version = 0  # bumped when reached: its timers pushed before are stale
+        self.settled = False  # ``fresh`` said no: it stays so until a query joins
+        self.synced = -1  # ``FanOut._serial`` when last caught up: nothing to catch up while equal
         self.removed = False
 
     def fresh(self) -> bool:
         """Whether an event must reach it whatever it matches: never evaluated yet (an eager
         query's first evaluation may emit Γ's first rows, COUNT over nothing), no origin yet, or a
         query that must always be reached."""
+        if self.settled:
+            return False
         if self.always:
             return True
         for query in self.queries:
@@ -89,6 +95,7 @@ class _Unit:
                     return True
             elif query.schedule.origin is None:
                 return True
+        self.settled = True
         return False
 
     def timer(self) -> int | None:
@@ -135,6 +142,7 @@ class FanOut:
         self._everywhere: list[ContinuousQuery] = []  # STREAM ?s queries: any stream may be theirs
         self._order: dict[ContinuousQuery, int] = {}
         self._reach_all = False  # the next event reaches every unit (static data changed)
+        self._serial = 0  # events dispatched on any stream
 
     # ------------------------------------------------------------------ registration
 
@@ -163,7 +171,8 @@ class FanOut:
                 else:
                     for predicate in predicates:
                         index.by_predicate.setdefault(predicate, set()).add(unit)
-        elif driven not in unit.queries:
+        unit.settled = False
+        if unit.queries and driven not in unit.queries:
             unit.queries.append(driven)
             unit.always = unit.always or _always(driven)
         if driven is query:
@@ -174,7 +183,7 @@ class FanOut:
                 unit.targets.append(query)
             members.append(query)
         self._unit_of[query] = unit
-        driven._behind = lambda: self._catch_up(unit)
+        driven._behind = lambda: unit.synced == self._serial or self._catch_up(unit)
         self._classify(unit)
 
     def remove(self, query: ContinuousQuery) -> None:
@@ -332,16 +341,19 @@ class FanOut:
         reaches the ``reached`` units, caught up to the event before it."""
         for unit in reached:
             self._catch_up(unit)
+        self._serial += 1
         if index is not None:
             index.latest = time
             index.serial += 1
-            for unit in reached:
-                if unit in index.units:
-                    unit.seen[index.name] = index.serial
+        for unit in reached:
+            if index is not None and unit in index.units:
+                unit.seen[index.name] = index.serial
+            unit.synced = self._serial
 
     def _catch_up(self, unit: _Unit) -> None:
         """Counts the evaluations of the events an eager unit's queries skipped (their evaluator's
         too, which ``explain`` shows) and moves their clocks where those evaluations would have."""
+        unit.synced = self._serial
         for stream in unit.streams:
             index = self._streams[stream]
             skipped = index.serial - unit.seen[stream]
