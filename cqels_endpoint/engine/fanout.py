@@ -58,7 +58,8 @@ class _Unit:
     """The queries reading one set of window states (registration order), reached together."""
 
     __slots__ = (
-        "always", "held", "key", "members", "ordinal", "predicates", "queries", "removed", "seen", "settled", "streams", "synced", "targets", "version",
+        "always", "held", "key", "members", "ordinal", "predicates", "queries", "removed",
+        "seen", "settled", "streams", "synced", "targets", "timer_at", "version",
     )
 
     def __init__(self, query: ContinuousQuery, ordinal: int, predicates: dict[str, set[int] | None], held: list[int]) -> None:
@@ -74,7 +75,8 @@ class _Unit:
         self.predicates = predicates  # by stream: the ids its patterns can match, None for any
         self.always = _always(query)  # reached by every event of its streams, whatever it holds
         self.seen: dict[str, int] = {}  # by stream: the serial of the last event when last reached
-        self.version = 0  # bumped when reached: its timers pushed before are stale
+        self.version = 0  # bumped when its timer changes: the entries pushed before are stale
+        self.timer_at: int | None = None  # the time of its live timer entries (None: none live)
         self.settled = False  # ``fresh`` said no: it stays so until a query joins
         self.synced = -1  # ``FanOut._serial`` when last caught up: nothing to catch up while equal
         self.removed = False
@@ -271,6 +273,7 @@ class FanOut:
                 _time, _ordinal, version, unit = heapq.heappop(timers)
                 if version == unit.version and not unit.removed:
                     units.add(unit)
+                    unit.timer_at = None  # due: pushed again when settled
         self._note(index, event.time, units)
         reached = [query for unit in units for query in unit.targets]
         reached.extend(query for query in self._everywhere if query.reads(event.stream))
@@ -314,7 +317,6 @@ class FanOut:
         """``units`` were reached (by an event or an advance): their timers and classes anew."""
         for unit in units:
             if not unit.removed:
-                unit.version += 1
                 self._classify(unit)
 
     def before_advance(self) -> list[_Unit]:
@@ -327,14 +329,17 @@ class FanOut:
     def _classify(self, unit: _Unit) -> None:
         fresh = unit.fresh()
         timer = None if fresh else unit.timer()
+        if timer != unit.timer_at:
+            unit.version += 1  # the entries pushed for another time are stale
         for stream in unit.streams:
             index = self._streams[stream]
             if fresh:
                 index.always.add(unit)
                 continue
             index.always.discard(unit)
-            if timer is not None:
+            if timer is not None and timer != unit.timer_at:
                 heapq.heappush(index.timers, (timer, unit.ordinal, unit.version, unit))
+        unit.timer_at = timer
 
     def _note(self, index: _StreamIndex | None, time: int, reached: Iterable[_Unit]) -> None:
         """An event at ``time`` is dispatched on ``index``'s stream (None: no unit reads it) and
