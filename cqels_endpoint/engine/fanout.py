@@ -13,9 +13,10 @@ matches a pattern of the query and
 
 A query whose windows count every statement of a stream (cqels2 ``[TRIPLES n]``, stream-wide), a
 ``STREAM ?s`` query, a query with ``SEQ`` (its operators keep time of their own), a directional
-query, a query calling ``NOW()``, a template instance, a query whose changes go to a Spark stage (``on_changes``) and one
-whose static data changed since its last evaluation are reached by every event of the streams they
-read, as before.
+query, a query calling ``NOW()``, a query whose changes go to a Spark stage (``on_changes``) and
+every query after a change of the static data or of a cache are reached by every event of the
+streams they read, as before. The instances of a template are reached through one of them, which
+runs their group's driver, itself indexed like a query (``InstanceGroup.hand``).
 
 ``FanOut`` keeps, per stream: the *units* reading it by the predicate ids their patterns can match
 (all of a pattern with a variable predicate or an open path), those reached by every event, and a
@@ -26,10 +27,11 @@ together (one of them reached by every event makes the whole unit so). An event 
 its predicates name, those always reached and those whose timer is due, in registration order;
 the others are not called at all, so an event costs the queries it gives work.
 
-Skipped eager queries keep the clock they had: each stream's dispatched times never decrease
-(every reader is caught up first when one does, after ``reset_clock``), so the
-clock a skipped query would have is its stream's latest time when an event came since it was last
-reached. ``CQELS_FANOUT=all`` reaches every reader with every event (today's path, for comparison);
+Skipped eager queries keep the clock and evaluation count they had until read (their ``clock`` and
+``evaluations`` properties call ``_catch_up``): each stream's dispatched times never decrease
+(every reader is caught up first when one does, after ``reset_clock``), so the clock a skipped
+query would have is its stream's latest time when events came since it was last reached, and each
+such event is one evaluation. ``CQELS_FANOUT=all`` reaches every reader with every event (today's path, for comparison);
 ``CQELS_FANOUT=audit`` also does, and checks that each query the index would have skipped emitted
 nothing, kept its windows and moved its clock only as ``_catch_up`` would (the tests run it).
 """
