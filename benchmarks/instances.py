@@ -1,6 +1,7 @@
 """Instances of one template: one shared operator graph against one plan per instance.
 
-    python benchmarks/instances.py [--instances 10 100 1000] [--events 2000]
+    python benchmarks/instances.py [--instances 10 100 1000 10000] [--events 2000]
+                                   [--per-instance-max 1000] [--baseline /work/base]
                                    [--out benchmarks/results/instances.md]
 
 The template is ``examples/queries/template-where-is.rq``: where is this person, and who else was
@@ -16,9 +17,12 @@ detections concern no instance) in six rooms, 0–400 ms apart:
   VALUES first in the WHERE), one plan per instance; the window states are still shared
   (``runtime.sharing``), as they were before the instance groups.
 
-Reported per mode: registration time, mean and p99 time per event (all instances evaluated), and
+``shared`` also runs in ``--baseline`` (a built checkout, run with ``PYTHONPATH`` set to it: the
+commit before issue 30 reached every instance with every event); ``per-instance`` runs only up to
+``--per-instance-max`` instances (at 1,000 it already takes ~0.1 s an event). Reported per mode:
+registration time, mean and p99 time per event (all instances evaluated), and
 the resident memory the process gained from before the registration to after the last event
-(``ru_maxrss``; each mode runs in its own process so the two do not share a heap). Both modes must
+(``ru_maxrss``; each mode runs in its own process so the two do not share a heap). Every run must
 emit the same emissions for every instance (a digest is compared) before anything is reported.
 """
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import resource
 import statistics
@@ -96,16 +101,22 @@ def child(mode: str, count: int, events: int) -> dict:
     }
 
 
-def run_child(mode: str, count: int, events: int) -> dict:
-    command = [sys.executable, __file__, "--child", mode, "--instances", str(count), "--events", str(events)]
-    result = subprocess.run(command, check=True, capture_output=True, text=True)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def run_child(mode: str, count: int, events: int, checkout: Path = ROOT) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--instances", str(count), "--events", str(events)]
+    environment = {**os.environ, "PYTHONPATH": str(checkout)}
+    result = subprocess.run(command, check=True, capture_output=True, text=True, cwd=checkout, env=environment)
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    if checkout != ROOT:
+        figures["mode"] = f"{mode} (baseline)"
+    return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--instances", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--instances", type=int, nargs="+", default=[10, 100, 1000, 10000])
     parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--per-instance-max", type=int, default=1000)
+    parser.add_argument("--baseline", type=Path, default=Path("/work/base"))
     parser.add_argument("--child", choices=["shared", "per-instance"])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "instances.md")
     args = parser.parse_args()
@@ -115,39 +126,38 @@ def main() -> None:
 
     rows = []
     for count in args.instances:
-        shared = run_child("shared", count, args.events)
-        alone = run_child("per-instance", count, args.events)
-        if (shared["digest"], shared["emissions"]) != (alone["digest"], alone["emissions"]):
-            raise SystemExit(f"{count} instances: the two modes emitted different results")
-        rows.append((count, shared, alone))
-        print(f"{count} instances: shared {shared['event_mean_ms']:.3f} ms/event, {shared['rss_gained_mb']:.1f} MB; "
-              f"per-instance {alone['event_mean_ms']:.3f} ms/event, {alone['rss_gained_mb']:.1f} MB", flush=True)
+        runs = [run_child("shared", count, args.events), run_child("shared", count, args.events, args.baseline)]
+        if count <= args.per_instance_max:
+            runs.append(run_child("per-instance", count, args.events))
+        if len({(figures["digest"], figures["emissions"]) for figures in runs}) != 1:
+            raise SystemExit(f"{count} instances: the runs emitted different results")
+        rows.append((count, runs))
+        print(f"{count} instances: " + "; ".join(f"{f['mode']} {f['event_mean_ms']:.3f} ms/event, {f['rss_gained_mb']:.1f} MB" for f in runs), flush=True)
 
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
     lines = [
-        "# Instances of one template: one shared plan vs one plan per instance",
+        "# Instances of one template: one shared plan (this checkout and the baseline) vs one plan per instance",
         "",
         f"`python benchmarks/instances.py --instances {' '.join(map(str, args.instances))} --events {args.events}`, "
-        f"one run; {machine()}, load average {load} at the end. Both modes emitted identical results for "
-        "every instance.",
+        f"one run; baseline `{args.baseline}` (the commit before issue 30); per-instance plans up to "
+        f"{args.per_instance_max} instances; {machine()}, load average {load} at the end. Every run emitted "
+        "identical results for every instance.",
         "",
         "| instances | mode | registration (s) | mean per event (ms) | p99 per event (ms) | memory gained (MB) | emissions |",
         "|---:|---|---:|---:|---:|---:|---:|",
     ]
-    for count, shared, alone in rows:
-        for figures in (shared, alone):
+    for count, runs in rows:
+        for figures in runs:
             lines.append(
                 f"| {count} | {figures['mode']} | {figures['registration_s']:.2f} | {figures['event_mean_ms']:.3f} | "
                 f"{figures['event_p99_ms']:.3f} | {figures['rss_gained_mb']:.1f} | {figures['emissions']} |"
             )
-    lines += ["", "Ratios, per-instance / shared:", "",
-              "| instances | registration | mean per event | memory gained |", "|---:|---:|---:|---:|"]
-    for count, shared, alone in rows:
-        memory = alone["rss_gained_mb"] / shared["rss_gained_mb"] if shared["rss_gained_mb"] > 0 else float("nan")
-        lines.append(
-            f"| {count} | {alone['registration_s'] / shared['registration_s']:.1f}× | "
-            f"{alone['event_mean_ms'] / shared['event_mean_ms']:.1f}× | {memory:.1f}× |"
-        )
+    lines += ["", "Mean time per event against the shared plan of this checkout:", "",
+              "| instances | baseline shared | per-instance |", "|---:|---:|---:|"]
+    for count, runs in rows:
+        ours = runs[0]["event_mean_ms"]
+        alone = f"{runs[2]['event_mean_ms'] / ours:.1f}×" if len(runs) > 2 else "not run"
+        lines.append(f"| {count} | {runs[1]['event_mean_ms'] / ours:.1f}× | {alone} |")
     args.out.write_text("\n".join(lines) + "\n")
     _plot(rows, args.out.with_suffix(".png"))
     print(f"wrote {args.out}")
@@ -159,11 +169,12 @@ def _plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    counts = [count for count, _, _ in rows]
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for label, index in (("shared plan", 1), ("plan per instance", 2)):
-        left.plot(counts, [row[index]["event_mean_ms"] for row in rows], marker="o", label=label)
-        right.plot(counts, [row[index]["rss_gained_mb"] for row in rows], marker="o", label=label)
+    for label, index in (("shared plan", 0), ("shared plan, baseline", 1), ("plan per instance", 2)):
+        points = [(count, runs[index]) for count, runs in rows if len(runs) > index]
+        left.plot([c for c, _ in points], [f["event_mean_ms"] for _, f in points], marker="o", label=label)
+        right.plot([c for c, _ in points], [f["rss_gained_mb"] for _, f in points], marker="o", label=label)
+    left.set_yscale("log")
     for axis, title in ((left, "mean time per event (ms)"), (right, "memory gained (MB)")):
         axis.set_xscale("log")
         axis.set_xlabel("instances of the template")

@@ -51,8 +51,11 @@ class ContinuousQuery:
     # An instance of a template that runs a plan of its own: why it shares none (instances.py).
     unshared: str | None = None
     schedule: CloseSchedule | None = field(init=False)
-    clock: int | None = field(init=False, default=None)
-    evaluations: int = field(init=False, default=0)
+    # ``clock`` and ``evaluations`` (properties below): those of the events the engine did not
+    # hand it are added when they are read (``engine.fanout``).
+    _clock: int | None = field(init=False, default=None, repr=False)
+    _evaluations: int = field(init=False, default=0, repr=False)
+    _behind: Callable[[], None] | None = field(init=False, default=None, repr=False)
     emitted: int = field(init=False, default=0)
     # Seconds the engine spent on each event (and advance) of this query: windows and evaluation.
     latency: LatencyHistogram = field(init=False, default_factory=LatencyHistogram)
@@ -103,6 +106,27 @@ class ContinuousQuery:
         # An evaluation whose R2S selects no row still emits: RSTREAM (Γ is empty), and every
         # evaluation of a cqels2 directional query (DirectionalQuery).
         self._emits_empty = self.r2s is R2S.RSTREAM
+
+    @property
+    def clock(self) -> int | None:
+        """The time of its last evaluation (None before the first)."""
+        if self._behind is not None:
+            self._behind()
+        return self._clock
+
+    @clock.setter
+    def clock(self, tau: int | None) -> None:
+        self._clock = tau
+
+    @property
+    def evaluations(self) -> int:
+        if self._behind is not None:
+            self._behind()
+        return self._evaluations
+
+    @evaluations.setter
+    def evaluations(self, count: int) -> None:
+        self._evaluations = count
 
     @property
     def form(self) -> str:

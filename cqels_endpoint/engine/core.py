@@ -54,6 +54,7 @@ from cqels_endpoint.engine.continuous import ContinuousQuery, declared_windows
 from cqels_endpoint.engine.directional import EARLY_AND_FINAL, ON_CLOSE, ON_UPDATE, AnchoredEvaluators, DirectionalQuery, directional_windows, query_r2s
 from cqels_endpoint.engine.emission import Term
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
+from cqels_endpoint.engine.fanout import FanOut
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.engine.instances import GroupDriver, InstanceGroup, InstanceQuery
 from cqels_endpoint.engine.recompute import RecomputeEvaluator
@@ -136,6 +137,8 @@ class Engine:
         self.queries: dict[str, ContinuousQuery] = {}
         self.failed: dict[str, ContinuousQuery] = {}  # stopped by a failure, until unregistered
         self.dictionary = TermDictionary()
+        self.fanout = FanOut(self.dictionary)  # which queries an event reaches (engine.fanout)
+        self._driven: dict[ContinuousQuery | None, None] = {}  # reached since the last delivery (None: all)
         self._lock = threading.RLock()
         self._seqs = itertools.count()
         self._numbers = itertools.count(1)
@@ -237,6 +240,7 @@ class Engine:
                 windows = self.shared_windows.readers(patterns, origin_ms, self._epoch)
                 query = ContinuousQuery(name, text, algebra, r2s, mode, patterns, evaluator, origin_ms, windows)
             self.queries[name] = query
+            self.fanout.add(query)
             self._set_lateness()
             self.caches.install(name, algebra, states, version)
             for observer in list(self._observers):
@@ -342,7 +346,9 @@ class Engine:
         evaluator = IncrementalEvaluator(algebra, patterns, self.store, self.dictionary, self.limits.max_tick_rows)
         name = f"{group}#{next(self._group_numbers)}"
         driver = GroupDriver(name, template.text, algebra, r2s, Mode.INCREMENTAL, patterns, evaluator, origin_ms)
-        return InstanceGroup(driver, self._drop_group)
+        instance_group = InstanceGroup(driver, self._drop_group)
+        instance_group.on_taken = lambda queries: self._driven.update(dict.fromkeys(queries))
+        return instance_group
 
     def _stage_initial(self, evaluator: Evaluator, states: list[CacheState], builds: list[CacheBuild]) -> None:
         """Stages the initial builds of a query not registered yet (``_adopt_caches`` releases them)."""
@@ -361,6 +367,7 @@ class Engine:
         for (name, _bindings), view in zip(instances, views):
             query = InstanceQuery.of(instance_group.driver, name, instance_group.driver.text, view)
             self.queries[name] = query
+            self.fanout.add(query)
             queries.append(query)
         for query in queries:
             for observer in list(self._observers):
@@ -424,6 +431,7 @@ class Engine:
 
     def _stop(self, query: ContinuousQuery) -> None:
         self.caches.forget(query.name)
+        self.fanout.remove(query)
         query._close()
         for observer in list(self._observers):
             observer(query, False)
@@ -576,6 +584,8 @@ class Engine:
             for event in released:
                 self._dispatch(event)
             self._epoch += 1
+            units = self.fanout.before_advance()
+            self._driven[None] = None  # every query is evaluated
             for query in list(self.queries.values()):
                 if query.failure is not None:  # failed with its shared plan during this advance
                     continue
@@ -586,6 +596,7 @@ class Engine:
                     self._fail(query, error)
                     continue
                 query.latency.observe(_time.perf_counter() - started)
+            self.fanout.settle(units)
             self._deliver()
 
     def explain(self, name: str) -> str:
@@ -641,9 +652,15 @@ class Engine:
 
     def _dispatch(self, event: Event) -> None:
         self._epoch += 1
+        fanout = self.fanout
         try:
-            for query in list(self.queries.values()):
-                if query.failure is None and query.reads(event.stream):
+            # Only the queries the event gives work (engine.fanout); the others are not called.
+            reached, units = fanout.reached(event, self.queries)
+            self._driven.update(dict.fromkeys(reached))
+            audited = fanout.skipped(event, units) if fanout.mode == "audit" else ()
+            for query in reached:
+                if query.failure is None:
+                    check = fanout.audit(query, event) if query in audited else None
                     started = _time.perf_counter()
                     try:
                         query._on_event(event, self._seqs, self._epoch)
@@ -651,14 +668,20 @@ class Engine:
                         self._fail(query, error)
                         continue
                     query.latency.observe(_time.perf_counter() - started)
+                    if check is not None:
+                        check()
+            fanout.settle(units)
         finally:
             # The windows took their own references to what they keep.
             self.dictionary.decref_many(event.ids)
 
     def _deliver(self) -> None:
+        # Only the queries driven since the last delivery can have emissions (all after an advance).
+        driven, self._driven = self._driven, {}
         failure = None
-        for query in list(self.queries.values()):
-            failure = query._deliver() or failure
+        for query in list(self.queries.values()) if None in driven else driven:
+            if self.queries.get(query.name) is query:
+                failure = query._deliver() or failure
         if failure is not None:
             raise failure
 
@@ -702,6 +725,7 @@ class Engine:
             if evaluator is None:
                 return False
             evaluator.release_caches(operators)
+            self.fanout.static_changed()
             return True
 
     def _stage_caches(self, owner: Callable[[], Evaluator | None], changes: list[tuple[object, CacheDelta]]) -> bool:
@@ -724,6 +748,7 @@ class Engine:
     def _apply_static_change(self) -> None:
         if self._static_changed:
             self._static_changed = False
+            self.fanout.static_changed()
             for query in self.queries.values():
                 query.evaluator.on_static_change()
 

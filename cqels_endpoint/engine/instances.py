@@ -78,6 +78,7 @@ class InstanceQuery(ContinuousQuery):
     """An instance of a template: a continuous query whose evaluations are its part of its group's."""
 
     view: InstanceView | None = None
+    _joined: int = field(init=False, default=0, repr=False)  # the driver's evaluations when it joined
 
     @classmethod
     def of(cls, driver: GroupDriver, name: str, text: str, view: InstanceView) -> InstanceQuery:
@@ -86,12 +87,26 @@ class InstanceQuery(ContinuousQuery):
         query = cls(name, text, driver.algebra, driver.r2s, driver.mode, driver.patterns, view, driver.origin_ms,
                     driver.windows, view=view)
         query.schedule = driver.schedule
+        view.query = query
+        # Its evaluations are the driver's since it joined, its clock the driver's once it has one.
+        query._joined = driver.evaluations
+        query._behind = query._follow
         return query
 
-    def _on_event(self, event, seqs, step: int) -> None:
+    def _follow(self) -> None:
         driver = self.view.group.driver
-        self._received = event.received
-        self._take(driver.run(step, lambda: driver._on_event(event, seqs, step)))
+        self._evaluations = driver.evaluations - self._joined
+        self._clock = driver.clock if self._evaluations else None
+
+    def _on_event(self, event, seqs, step: int) -> None:
+        """The engine hands an event to one instance of the group (``engine.fanout``): it runs the
+        driver, and the instances the evaluations concern take their part (``InstanceGroup.hand``)."""
+        group = self.view.group
+        driver = group.driver
+        evaluations = driver.run(step, lambda: driver._on_event(event, seqs, step))
+        if group.handed != step:  # once a step, whichever instance the engine calls first
+            group.handed = step
+            group.hand(evaluations, event.received)
 
     def _on_advance(self, time: int, step: int) -> None:
         driver = self.view.group.driver
@@ -99,6 +114,7 @@ class InstanceQuery(ContinuousQuery):
         self._take(driver.run(step, lambda: driver._on_advance(time, step)))
 
     def _take(self, evaluations: list) -> None:
+        # ``_emit`` counts each evaluation and moves the clock; ``_follow`` says the same after.
         key = self.view.key
         sign = 1 if self.r2s is R2S.ISTREAM else -1
         for tau, changes, snapshots in evaluations:
@@ -137,6 +153,9 @@ class InstanceGroup:
         self._views: dict[int, InstanceView] = {}  # by the term id of the instance's ?.instance
         self._numbers = itertools.count(1)
         self._on_empty = on_empty
+        # Told the instances that took an event's evaluations (the engine delivers their emissions).
+        self.on_taken: Callable[[list[InstanceQuery]], None] = lambda queries: None
+        self.handed: int | None = None  # the engine step whose evaluations were handed out last
 
     @property
     def caches(self) -> list[tuple]:
@@ -153,6 +172,7 @@ class InstanceGroup:
             term = ox.Literal(str(next(self._numbers)), datatype=ox.NamedNode(XSD_INTEGER))
             key = self.dictionary.encode(term)
             view = InstanceView(self, key, (term, *(bindings[p] for p in self.params)))
+            view.number = int(term.value)
             self._views[key] = view
             views.append(view)
         self._install_table()
@@ -171,6 +191,23 @@ class InstanceGroup:
     def close(self) -> None:
         """Releases the plan and the windows."""
         self.driver._close()
+
+    def hand(self, evaluations: list, received: float | None) -> None:
+        """The evaluations of an event go to the instances they concern: every instance for
+        RSTREAM (each emits Γ's part at every evaluation), else those with changes, in the order
+        they were added; the others emit nothing, and their clocks and counts follow the driver."""
+        if self.snapshots:
+            views = list(self._views.values())
+        else:
+            keys = {key for _tau, changes, _snapshots in evaluations for key in changes}
+            views = sorted((self._views[key] for key in keys if key in self._views), key=lambda view: view.number)
+        taken = []
+        for view in views:
+            query = view.query
+            query._received = received
+            query._take(evaluations)
+            taken.append(query)
+        self.on_taken(taken)
 
     def _install_table(self) -> None:
         self.evaluator.install_caches([(self._table, [view.row for view in self._views.values()])])
@@ -209,6 +246,8 @@ class InstanceView:
         self.group = group
         self.key = key
         self.row = row
+        self.number = 0  # its place among the group's instances (``InstanceGroup.hand``)
+        self.query: InstanceQuery | None = None
         self._closed = False
 
     def snapshot(self) -> list[Row]:

@@ -19,6 +19,10 @@ cdef class WindowState:
     def expire(self, int64_t tau):
         return []
 
+    def expiry(self):
+        """The earliest ``τ`` at which ``expire(τ)`` removes something, None if no time does."""
+        return None
+
     cdef void _append(self, int64_t t, int64_t seq):
         cdef Entry entry
         entry.t = t
@@ -59,6 +63,9 @@ cdef class EagerRangeState(WindowState):
     def expire(self, int64_t tau):
         return self._pop_before(tau - self.range_ms, True)
 
+    def expiry(self):
+        return self._entries.front().t + self.range_ms if not self._entries.empty() else None
+
 
 cdef class PeriodicRangeState(WindowState):
     """``RANGE T SLIDE β`` (and ``TUMBLING``, β = T): at a close ``c`` holds ``c − T ≤ t' < c``."""
@@ -73,6 +80,9 @@ cdef class PeriodicRangeState(WindowState):
     def expire(self, int64_t tau):
         return self._pop_before(tau - self.range_ms, False)
 
+    def expiry(self):
+        return self._entries.front().t + self.range_ms + 1 if not self._entries.empty() else None
+
 
 cdef class NowState(WindowState):
     """``NOW``: the triples at the current instant, ``t' = τ``."""
@@ -82,6 +92,9 @@ cdef class NowState(WindowState):
 
     def expire(self, int64_t tau):
         return self._pop_before(tau, False)
+
+    def expiry(self):
+        return self._entries.front().t + 1 if not self._entries.empty() else None
 
 
 cdef class AllState(WindowState):

@@ -154,6 +154,11 @@ class SharedWindow:
                 del self.states[stream]
         return tuple(gone)
 
+    def expiry(self) -> int | None:
+        """The earliest ``τ`` at which ``expire(τ)`` removes something (None: no time does)."""
+        times = [time for state in self.states.values() if (time := state.expiry()) is not None]
+        return min(times) if times else None
+
     def __len__(self) -> int:
         return sum(len(state) for state in self.states.values())
 
@@ -205,6 +210,10 @@ class WindowReader:
         """The seqs leaving a stream-wide count window as an event of ``k`` statements of ``stream``
         begins (``StreamTriplesState.statements``)."""
         return self._call(("statements", stream, k), lambda: tuple(self._shared.state(stream).statements(k)))
+
+    def expiry(self) -> int | None:
+        """``SharedWindow.expiry``: read between events, when every reader has made its calls."""
+        return self._shared.expiry()
 
     def __len__(self) -> int:
         return len(self._shared)

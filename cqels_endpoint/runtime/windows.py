@@ -71,6 +71,11 @@ class WindowState:
         """Removes and returns (oldest first) the sequence numbers not in the window at ``τ``."""
         return []
 
+    def expiry(self) -> int | None:
+        """The earliest ``τ`` at which ``expire(τ)`` removes something, None if no time does (the
+        engine leaves a query alone until then: ``engine.fanout``)."""
+        return None
+
     def _pop_while(self, leaves) -> list[int]:
         entries = self._entries
         gone = []
@@ -104,6 +109,9 @@ class EagerRangeState(WindowState):
         bound = tau - self.range_ms
         return self._pop_while(lambda entry: entry[0] <= bound)
 
+    def expiry(self) -> int | None:
+        return self._entries[0][0] + self.range_ms if self._entries else None
+
 
 class PeriodicRangeState(WindowState):
     """``RANGE T SLIDE β`` (and ``TUMBLING``, β = T): at a close ``c`` holds ``c − T ≤ t' < c``."""
@@ -121,6 +129,9 @@ class PeriodicRangeState(WindowState):
         bound = tau - self.range_ms
         return self._pop_while(lambda entry: entry[0] < bound)
 
+    def expiry(self) -> int | None:
+        return self._entries[0][0] + self.range_ms + 1 if self._entries else None
+
 
 class NowState(WindowState):
     """``NOW``: the triples at the current instant, ``t' = τ`` (CQELS: every event at that instant,
@@ -132,6 +143,9 @@ class NowState(WindowState):
 
     def expire(self, tau: int) -> list[int]:
         return self._pop_while(lambda entry: entry[0] < tau)
+
+    def expiry(self) -> int | None:
+        return self._entries[0][0] + 1 if self._entries else None
 
 
 class AllState(WindowState):

@@ -71,6 +71,28 @@ def test_compiled_states_answer_like_their_twins(config, steps):
         assert compiled.contents() == reference.contents()
         assert compiled.times() == reference.times()
         assert len(compiled) == len(reference)
+        assert compiled.expiry() == reference.expiry()
+
+
+@settings(max_examples=400)
+@given(configs, calls)
+def test_expiry_is_the_first_time_an_expiry_removes_something(config, steps):
+    """``expiry()`` (the engine's timers, engine.fanout): ``expire(τ)`` removes nothing before it
+    and something at it; None when no time would."""
+    for module in (windows, _windows):
+        state, now = make(module, config), 0
+        for seq, (call, step, number) in enumerate(steps):
+            now += step
+            if call in ("insert", "statements"):
+                state.insert(now, seq, number)
+            due = state.expiry()
+            probe = make(module, config)
+            for t, s in zip(state.times(), state.contents(), strict=True):
+                probe.insert(t, s)
+            if due is None:
+                assert probe.expire(now + 1000) == []
+            else:
+                assert probe.expire(due - 1) == [] and probe.expire(due) != []
 
 
 # An event: its number of statements and the indexes of those that match the window's pattern.

@@ -1,0 +1,386 @@
+"""Which registered queries an event reaches: those it gives work, not every query reading its stream.
+
+An event of stream ``s`` at ``t`` changes nothing in a query reading ``s`` when none of its triples
+matches a pattern of the query and
+
+- the query is *periodic* (``engine.continuous``), its origin set and its next close after ``t``:
+  it is evaluated at closes only, so the event would neither close nor insert anything; or
+- the query is *eager*, evaluated before (its Γ is what its inputs made it), emits only changes
+  (ISTREAM or DSTREAM: RSTREAM emits Γ at every evaluation), and nothing leaves its windows at
+  ``τ = max(t, clock)``: its evaluation at ``τ`` would change no input of Γ, so Γ stays and
+  nothing is emitted. Only its clock moves to ``τ``, which ``FanOut`` applies when the query is
+  next reached (``_catch_up``), before anything reads it.
+
+A query whose windows count every statement of a stream (cqels2 ``[TRIPLES n]``, stream-wide), a
+``STREAM ?s`` query, a query with ``SEQ`` (its operators keep time of their own), a directional
+query, a query calling ``NOW()``, a query whose changes go to a Spark stage (``on_changes``) and
+every query after a change of the static data or of a cache are reached by every event of the
+streams they read, as before. The instances of a template are reached through one of them, which
+runs their group's driver, itself indexed like a query (``InstanceGroup.hand``).
+
+``FanOut`` keeps, per stream: the *units* reading it by the predicate ids their patterns can match
+(all of a pattern with a variable predicate or an open path), those reached by every event, and a
+heap of timers — each unit's next close (periodic) or the earliest time anything leaves its
+windows (eager, ``WindowState.expiry``). A unit is the queries reading one set of shared window
+states (``runtime.sharing``): they make identical window calls in lockstep, so they are reached
+together (one of them reached by every event makes the whole unit so). An event reaches the units
+its predicates name, those always reached and those whose timer is due, in registration order;
+the others are not called at all, so an event costs the queries it gives work.
+
+Skipped eager queries keep the clock and evaluation count they had until read (their ``clock`` and
+``evaluations`` properties call ``_catch_up``): each stream's dispatched times never decrease
+(every reader is caught up first when one does, after ``reset_clock``), so the clock a skipped
+query would have is its stream's latest time when events came since it was last reached, and each
+such event is one evaluation. ``CQELS_FANOUT=all`` reaches every reader with every event (today's path, for comparison);
+``CQELS_FANOUT=audit`` also does, and checks that each query the index would have skipped emitted
+nothing, kept its windows and moved its clock only as ``_catch_up`` would (the tests run it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+from cqels_endpoint.algebra import nodes as n
+from cqels_endpoint.engine.continuous import ContinuousQuery
+from cqels_endpoint.engine.instances import GroupDriver, InstanceQuery
+from cqels_endpoint.query.kinds import R2S
+from cqels_endpoint.query.visit import walk
+from cqels_endpoint.query.windows import stream_wide
+from cqels_endpoint.runtime.streams import Event
+
+MODES = ("index", "all", "audit")
+_NOW = re.compile(r"\bNOW\s*\(", re.IGNORECASE)
+
+
+class _Unit:
+    """The queries reading one set of window states (registration order), reached together."""
+
+    __slots__ = (
+        "always", "held", "key", "members", "ordinal", "predicates", "queries", "removed",
+        "seen", "settled", "streams", "synced", "targets", "timer_at", "version",
+    )
+
+    def __init__(self, query: ContinuousQuery, ordinal: int, predicates: dict[str, set[int] | None], held: list[int]) -> None:
+        self.queries = [query]  # what it classifies and catches up: its queries, an instance group's driver
+        # What the engine calls: its queries and the first instance of each group (which runs the
+        # driver and hands the others their part: ``InstanceGroup.hand``), and each group's instances.
+        self.targets: list[ContinuousQuery] = []
+        self.members: dict[object, list[InstanceQuery]] = {}
+        self.held = held  # the predicate ids it keys, each with a dictionary reference
+        self.key: object = None  # its window states' keys (``FanOut._units``)
+        self.ordinal = ordinal
+        self.streams = tuple(sorted(query.streams))
+        self.predicates = predicates  # by stream: the ids its patterns can match, None for any
+        self.always = _always(query)  # reached by every event of its streams, whatever it holds
+        self.seen: dict[str, int] = {}  # by stream: the serial of the last event when last reached
+        self.version = 0  # bumped when its timer changes: the entries pushed before are stale
+        self.timer_at: int | None = None  # the time of its live timer entries (None: none live)
+        self.settled = False  # ``fresh`` said no: it stays so until a query joins
+        self.synced = -1  # ``FanOut._serial`` when last caught up: nothing to catch up while equal
+        self.removed = False
+
+    def fresh(self) -> bool:
+        """Whether an event must reach it whatever it matches: never evaluated yet (an eager
+        query's first evaluation may emit Γ's first rows, COUNT over nothing), no origin yet, or a
+        query that must always be reached."""
+        if self.settled:
+            return False
+        if self.always:
+            return True
+        for query in self.queries:
+            if query.on_changes is not None or query.failure is not None:
+                return True
+            if query.schedule is None:
+                if query.clock is None:
+                    return True
+            elif query.schedule.origin is None:
+                return True
+        self.settled = True
+        return False
+
+    def timer(self) -> int | None:
+        """When it has work with no event matching: its next close (periodic) or the earliest
+        time something leaves its windows (eager); None: not before a match."""
+        query = self.queries[0]
+        if query.schedule is not None:
+            return query.schedule.next_close
+        times = [time for window in query.windows if (time := window.expiry()) is not None]
+        return min(times) if times else None
+
+
+class _StreamIndex:
+    """The units reading one stream (module docstring)."""
+
+    __slots__ = ("always", "any_predicate", "by_predicate", "latest", "name", "serial", "timers", "units")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.units: set[_Unit] = set()
+        self.by_predicate: dict[int, set[_Unit]] = {}
+        self.any_predicate: set[_Unit] = set()
+        self.always: set[_Unit] = set()
+        self.timers: list[tuple[int, int, int, _Unit]] = []  # (time, ordinal, version, unit)
+        self.serial = 0  # events dispatched
+        self.latest: int | None = None  # the latest dispatched time (never decreasing: ``FanOut._note``)
+
+
+class FanOut:
+    """The index of the queries an event reaches (module docstring). ``dictionary``: the engine's
+    term dictionary (the index holds a reference on each predicate id it keys)."""
+
+    def __init__(self, dictionary, mode: str | None = None) -> None:
+        mode = mode or os.environ.get("CQELS_FANOUT") or "index"
+        if mode not in MODES:
+            msg = f"CQELS_FANOUT is one of {', '.join(MODES)}, not {mode!r}"
+            raise ValueError(msg)
+        self.mode = mode
+        self._dictionary = dictionary
+        self._ordinals = itertools.count()
+        self._streams: dict[str, _StreamIndex] = {}
+        self._units: dict[object, _Unit] = {}
+        self._unit_of: dict[ContinuousQuery, _Unit] = {}
+        self._everywhere: list[ContinuousQuery] = []  # STREAM ?s queries: any stream may be theirs
+        self._order: dict[ContinuousQuery, int] = {}
+        self._reach_all = False  # the next event reaches every unit (static data changed)
+        self._serial = 0  # events dispatched on any stream
+
+    # ------------------------------------------------------------------ registration
+
+    def add(self, query: ContinuousQuery) -> None:
+        """``query`` now reads its streams (an instance: its group's driver does)."""
+        self._order[query] = next(self._ordinals)
+        if query._variable:
+            self._everywhere.append(query)
+            return
+        driven = query.view.group.driver if isinstance(query, InstanceQuery) else query
+        key = tuple(window.state_key for window in query.windows) if query.windows else object()
+        unit = self._units.get(key)
+        if unit is None:
+            held: list[int] = []
+            unit = self._units[key] = _Unit(driven, self._order[query], self._predicates(driven, held), held)
+            unit.key = key
+            for stream in unit.streams:
+                index = self._streams.get(stream)
+                if index is None:
+                    index = self._streams[stream] = _StreamIndex(stream)
+                unit.seen[stream] = index.serial
+                index.units.add(unit)
+                predicates = unit.predicates.get(stream, set())
+                if predicates is None:
+                    index.any_predicate.add(unit)
+                else:
+                    for predicate in predicates:
+                        index.by_predicate.setdefault(predicate, set()).add(unit)
+        unit.settled = False
+        if unit.queries and driven not in unit.queries:
+            unit.queries.append(driven)
+            unit.always = unit.always or _always(driven)
+        if driven is query:
+            unit.targets.append(query)
+        else:
+            members = unit.members.setdefault(driven, [])
+            if not members:
+                unit.targets.append(query)
+            members.append(query)
+        self._unit_of[query] = unit
+        driven._behind = lambda: unit.synced == self._serial or self._catch_up(unit)
+        self._classify(unit)
+
+    def remove(self, query: ContinuousQuery) -> None:
+        """``query`` was unregistered or failed."""
+        self._order.pop(query, None)
+        if query in self._everywhere:
+            self._everywhere.remove(query)
+            return
+        unit = self._unit_of.pop(query, None)
+        if unit is None:
+            return
+        self._catch_up(unit)
+        if isinstance(query, InstanceQuery):
+            driver = query.view.group.driver
+            members = unit.members[driver]
+            members.remove(query)
+            if query in unit.targets:
+                unit.targets.remove(query)
+                if members:
+                    unit.targets.append(members[0])
+            if not members:
+                del unit.members[driver]
+                unit.queries.remove(driver)
+        else:
+            query._behind = None
+            unit.targets.remove(query)
+            unit.queries.remove(query)
+        if unit.queries:
+            return
+        unit.removed = True
+        del self._units[unit.key]
+        for stream in unit.streams:
+            index = self._streams[stream]
+            for group in (index.units, index.any_predicate, index.always, *index.by_predicate.values()):
+                group.discard(unit)
+            for predicate in unit.predicates.get(stream) or ():
+                if not index.by_predicate.get(predicate, True):
+                    del index.by_predicate[predicate]
+        self._dictionary.decref_many(unit.held)
+
+    def _predicates(self, query: ContinuousQuery, held: list[int]) -> dict[str, set[int] | None]:
+        predicates: dict[str, set[int] | None] = {}
+        for st in query.patterns:
+            stream = st.stream.value
+            if st.predicates is None:
+                predicates[stream] = None
+            elif predicates.get(stream, set()) is not None:
+                ids = [self._dictionary.encode(term) for term in st.predicates]
+                held.extend(ids)
+                predicates.setdefault(stream, set()).update(ids)
+        return predicates
+
+    def static_changed(self) -> None:
+        """The static data or a query's caches changed: every query shows it at its next evaluation."""
+        self._reach_all = True
+
+    # ------------------------------------------------------------------ dispatch
+
+    def reached(self, event: Event, queries: Mapping[str, ContinuousQuery]) -> tuple[list[ContinuousQuery], list[_Unit]]:
+        """The queries ``event`` reaches, in registration order (``queries``: the registered ones
+        by name, in that order), caught up, and the units they form (``settle`` them after)."""
+        index = self._streams.get(event.stream)
+        if index is not None and index.latest is not None and event.time < index.latest:
+            # Only after a reset_clock: the readers catch up first, so that ``latest`` stays the
+            # largest time of the events a skipped query missed.
+            for unit in index.units:
+                self._catch_up(unit)
+        if self.mode != "index" or self._reach_all:
+            self._reach_all = False
+            units = list(self._units.values())
+            self._note(index, event.time, units)
+            return [q for q in list(queries.values()) if q.reads(event.stream)], units
+        units: set[_Unit] = set()
+        if index is not None:
+            units.update(index.always)
+            units.update(index.any_predicate)
+            by_predicate = index.by_predicate
+            ids = event.ids
+            for start in range(1, len(ids), 3):
+                found = by_predicate.get(ids[start])
+                if found is not None:
+                    units.update(found)
+            timers = index.timers
+            while timers and timers[0][0] <= event.time:
+                _time, _ordinal, version, unit = heapq.heappop(timers)
+                if version == unit.version and not unit.removed:
+                    units.add(unit)
+                    unit.timer_at = None  # due: pushed again when settled
+        self._note(index, event.time, units)
+        reached = [query for unit in units for query in unit.targets]
+        reached.extend(query for query in self._everywhere if query.reads(event.stream))
+        order = self._order
+        reached.sort(key=order.__getitem__)
+        return reached, list(units)
+
+    def skipped(self, event: Event, units: list[_Unit]) -> set[ContinuousQuery]:
+        """In ``audit`` mode, the queries of ``units`` that the index would not have reached."""
+        index = self._streams.get(event.stream)
+        if index is None:
+            return set()
+        predicates = {event.ids[start] for start in range(1, len(event.ids), 3)}
+        skipped = set()
+        for unit in units:
+            if event.stream not in unit.streams or unit.fresh():
+                continue
+            wanted = unit.predicates.get(event.stream, set())
+            if wanted is None or wanted & predicates:
+                continue
+            timer = unit.timer()
+            if timer is None or timer > event.time:
+                skipped.update(unit.targets)
+        return skipped
+
+    def audit(self, query: ContinuousQuery, event: Event):
+        """For a query ``skipped`` would skip: a check, to call after the event ran it, that it
+        emitted nothing, kept its windows and moved its clock only as ``_catch_up`` does."""
+        outbox, sizes, clock = len(query._outbox), [len(window) for window in query.windows], query.clock
+        expected = clock if query.schedule is not None else max(clock, event.time)
+
+        def check() -> None:
+            after = (len(query._outbox), [len(window) for window in query.windows], query.clock)
+            if after != (outbox, sizes, expected):
+                msg = f"query {query.name!r} skipped at {event.time} on <{event.stream}>: {after} after, not {(outbox, sizes, expected)}"
+                raise AssertionError(msg)
+
+        return check
+
+    def settle(self, units: Iterable[_Unit]) -> None:
+        """``units`` were reached (by an event or an advance): their timers and classes anew."""
+        for unit in units:
+            if not unit.removed:
+                self._classify(unit)
+
+    def before_advance(self) -> list[_Unit]:
+        """An advance reaches every query: all are caught up first; returns the units to settle."""
+        units = list(self._units.values())
+        for unit in units:
+            self._catch_up(unit)
+        return units
+
+    def _classify(self, unit: _Unit) -> None:
+        fresh = unit.fresh()
+        timer = None if fresh else unit.timer()
+        if timer != unit.timer_at:
+            unit.version += 1  # the entries pushed for another time are stale
+        for stream in unit.streams:
+            index = self._streams[stream]
+            if fresh:
+                index.always.add(unit)
+                continue
+            index.always.discard(unit)
+            if timer is not None and timer != unit.timer_at:
+                heapq.heappush(index.timers, (timer, unit.ordinal, unit.version, unit))
+        unit.timer_at = timer
+
+    def _note(self, index: _StreamIndex | None, time: int, reached: Iterable[_Unit]) -> None:
+        """An event at ``time`` is dispatched on ``index``'s stream (None: no unit reads it) and
+        reaches the ``reached`` units, caught up to the event before it."""
+        for unit in reached:
+            self._catch_up(unit)
+        self._serial += 1
+        if index is not None:
+            index.latest = time
+            index.serial += 1
+        for unit in reached:
+            if index is not None and unit in index.units:
+                unit.seen[index.name] = index.serial
+            unit.synced = self._serial
+
+    def _catch_up(self, unit: _Unit) -> None:
+        """Counts the evaluations of the events an eager unit's queries skipped (their evaluator's
+        too, which ``explain`` shows) and moves their clocks where those evaluations would have."""
+        unit.synced = self._serial
+        for stream in unit.streams:
+            index = self._streams[stream]
+            skipped = index.serial - unit.seen[stream]
+            if skipped:
+                unit.seen[stream] = index.serial
+                for query in unit.queries:
+                    if query.schedule is None and query._clock is not None:
+                        query._evaluations += skipped
+                        query.evaluator.evaluations += skipped
+                        query._clock = max(query._clock, index.latest)
+
+
+def _always(query: ContinuousQuery) -> bool:
+    """Whether every event of its streams must reach ``query`` (module docstring)."""
+    if type(query) not in (ContinuousQuery, GroupDriver):
+        return True  # directional queries: their own anchors and closes
+    if query.schedule is None and query.r2s is R2S.RSTREAM:
+        return True
+    if any(stream_wide(st.window) for st in query.patterns):
+        return True
+    if _NOW.search(query.text):
+        return True  # its re-evaluation (recompute mode) reads the wall clock again each time
+    return any(isinstance(node, n.Seq) for node in walk(query.algebra.pattern))
