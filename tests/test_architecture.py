@@ -56,7 +56,7 @@ def imports(path: Path, name: str, known: dict[str, Path]) -> set[str]:
     """The package modules ``path`` imports (anywhere in it), resolved to the longest known name."""
     source = path.read_text(encoding="utf-8")
     if path.suffix == ".pyx":  # Cython: the Python import statements (cimports are compile-time)
-        source = "\n".join(_PYX_IMPORT.findall(source))
+        source = "\n".join(found.strip() for found in _PYX_IMPORT.findall(source))  # imports inside functions too
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(source)):

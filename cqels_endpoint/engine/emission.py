@@ -9,7 +9,7 @@ the HTTP subscribers, so a query watched only over SSE/NDJSON never builds a ter
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyoxigraph as ox
@@ -18,13 +18,11 @@ from cqels_endpoint.errors import ArgumentError
 from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.term_kinds import TermKind, kind_of
+from cqels_endpoint.runtime.term_text import BLANK, VARIABLE, Term, ntriples_term, template_part, term_json
 from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import BlankNode, Var
 
-Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Row = dict[str, Term]
-XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
-RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 
 @dataclass(frozen=True)
 class Emission:
@@ -110,25 +108,6 @@ class Emission:
             return json.dumps(self.to_json(), ensure_ascii=False)
         head = self._head() | {"head": {"vars": list(self.variables)}}
         return f'{json.dumps(head, ensure_ascii=False)[:-1]}, "results": {{"bindings": {self.bindings}}}}}'
-
-
-def term_json(term: Term | ox.Triple) -> dict:
-    """A term as a SPARQL 1.1 JSON results binding (RDF 1.2 triple terms as ``"triple"``)."""
-    if isinstance(term, ox.NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, ox.BlankNode):
-        return {"type": "bnode", "value": term.value}
-    if isinstance(term, ox.Literal):
-        result = {"type": "literal", "value": term.value}
-        if term.language:
-            result["xml:lang"] = term.language
-        elif term.datatype.value not in (XSD_STRING, RDF_LANG_STRING):
-            result["datatype"] = term.datatype.value
-        return result
-    if isinstance(term, ox.Triple):
-        parts = {"subject": term.subject, "predicate": term.predicate, "object": term.object}
-        return {"type": "triple", "value": {k: term_json(v) for k, v in parts.items()}}
-    raise TypeError(f"not an RDF term: {term!r}")
 
 
 def bindings_json(rows: Sequence[Row]) -> str:
@@ -249,10 +228,6 @@ class BindingsWriterPython:
         return "[" + ", ".join(written) + "]"
 
 
-# What a CONSTRUCT template position is, for ``TemplateWriter``.
-_VARIABLE, _BLANK, _CONSTANT = range(3)
-
-
 class TemplateWriterPython:
     """Writes a CONSTRUCT template instantiated on rows of ids (aligned with ``schema``) as
     N-Triples: the triples ``instantiate`` makes of the decoded rows, in the same order, with the
@@ -264,9 +239,9 @@ class TemplateWriterPython:
 
     def __init__(self, dictionary, schema: Sequence[str], template, capacity: int = 1 << 16) -> None:
         positions = {name: i for i, name in enumerate(schema)}
-        self._texts = _IdTexts(dictionary, _ntriples_term, capacity)
+        self._texts = _IdTexts(dictionary, ntriples_term, capacity)
         self._template = [
-            tuple(_template_part(term, positions) for term in (pattern.subject, pattern.predicate, pattern.object))
+            tuple(template_part(term, positions) for term in (pattern.subject, pattern.predicate, pattern.object))
             for pattern in template
         ]
 
@@ -278,13 +253,13 @@ class TemplateWriterPython:
             for parts in self._template:
                 written = []
                 for position, (what, value, kind) in enumerate(parts):
-                    if what == _VARIABLE:
+                    if what == VARIABLE:
                         term_id = row[value]
                         if term_id is None:
                             break
                         kind = kind_of(term_id)
                         value = text(term_id)
-                    elif what == _BLANK:
+                    elif what == BLANK:
                         label = fresh.get(value)
                         if label is None:
                             label = fresh[value] = str(ox.BlankNode())
@@ -307,26 +282,6 @@ if use_pure_python():
 else:
     with compiled_imports("R2S writers"):
         from cqels_endpoint.runtime._r2s import BindingsWriter, TemplateWriter  # noqa: F401  (selected twins)
-
-
-def _ntriples_term(term: Term | ox.Triple) -> str:
-    # str() of a Triple is "s p o", of a triple term in a triple "<<( s p o )>>".
-    return f"<<( {term} )>>" if isinstance(term, ox.Triple) else str(term)
-
-
-def _template_part(term, positions: Mapping[str, int]) -> tuple[int, object, object]:
-    """``(what, value, kind)`` of one template position: a variable's column (kind read per row), a
-    blank node's label, or a constant's N-Triples text and kind (text None: no term)."""
-    if isinstance(term, Var):
-        column = positions.get(term.name)
-        return (_CONSTANT, None, None) if column is None else (_VARIABLE, column, None)
-    if isinstance(term, BlankNode):
-        return _BLANK, term.label, TermKind.BLANK_NODE
-    try:
-        constant = constant_term(term)
-    except (TypeError, ValueError):
-        return _CONSTANT, None, None
-    return _CONSTANT, str(constant), TermKind.IRI if isinstance(constant, ox.NamedNode) else TermKind.LITERAL
 
 
 def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:

@@ -15,7 +15,10 @@ import json
 
 import pyoxigraph as ox
 
-# Template positions (emission._template_part): a row's column, a blank node, a constant.
+from cqels_endpoint.runtime.term_kinds import TermKind
+from cqels_endpoint.runtime.term_text import ntriples_term, template_part, term_json
+
+# Template positions (term_text.template_part): a row's column, a blank node, a constant.
 cdef enum:
     VARIABLE = 0
     BLANK = 1
@@ -62,8 +65,6 @@ cdef class BindingsWriter:
     cdef _IdTexts _texts
 
     def __init__(self, dictionary, schema, capacity=1 << 16):
-        from cqels_endpoint.engine.emission import term_json
-
         for name in schema:
             self._keys.push_back((json.dumps(name, ensure_ascii=False) + ": ").encode("utf-8"))
         self._texts = _IdTexts(dictionary, lambda term: json.dumps(term_json(term), ensure_ascii=False), capacity)
@@ -118,18 +119,15 @@ cdef class TemplateWriter:
     cdef _IdTexts _texts
 
     def __init__(self, dictionary, schema, template, capacity=1 << 16):
-        from cqels_endpoint.engine.emission import _ntriples_term, _template_part
-        from cqels_endpoint.runtime.term_kinds import TermKind
-
         positions = {name: i for i, name in enumerate(schema)}
-        self._texts = _IdTexts(dictionary, _ntriples_term, capacity)
+        self._texts = _IdTexts(dictionary, ntriples_term, capacity)
         labels = {}
         cdef vector[Part] parts
         cdef Part part
         for pattern in template:
             parts.clear()
             for term in (pattern.subject, pattern.predicate, pattern.object):
-                what, value, kind = _template_part(term, positions)
+                what, value, kind = template_part(term, positions)
                 part.what, part.column, part.blank, part.kind, part.term = what, 0, 0, KIND_OTHER, True
                 part.text = b""
                 if what == VARIABLE:
