@@ -29,6 +29,7 @@ ENGINE_PROPERTY_TESTS = (
     "test_geosparql_modes.py",
     "test_stream_wide_triples.py",
     "test_cep.py",  # FILTER(SEQ(…)) on the CEP matcher's twin
+    "test_predicate_filter.py",  # the stream predicate filter, with encode_triples on the dictionary twin
 )
 # The test that asserts the run's exit code, as a node id.
 TEST = "tests/operators/test_pure_python.py::test_the_engine_property_tests_pass_on_the_twins"

@@ -499,7 +499,10 @@ class Engine:
             batch = [(data, now if millis is None else millis) for data, millis in converted]
             accepted: list[Event] = []
             try:
-                released = self.streams.push_batch(iri, batch, now, encode=self.dictionary.encode_triples, accepted=accepted)
+                released = self.streams.push_batch(
+                    iri, batch, now, encode=self.dictionary.encode_triples, accepted=accepted,
+                    kept_predicates=self.fanout.kept_predicates,
+                )
             finally:  # accepted or refused (and counted): journaled before the events' ids are released
                 self._keep_clocks(lambda kept: kept.record(iri, accepted, released=bool(accepted)))
             for event in released:

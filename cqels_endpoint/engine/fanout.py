@@ -34,6 +34,13 @@ query would have is its stream's latest time when events came since it was last 
 such event is one evaluation. ``CQELS_FANOUT=all`` reaches every reader with every event (today's path, for comparison);
 ``CQELS_FANOUT=audit`` also does, and checks that each query the index would have skipped emitted
 nothing, kept its windows and moved its clock only as ``_catch_up`` would (the tests run it).
+
+The same index gives each stream's *predicate filter* (``kept_predicates``): the ids of the
+predicates its readers' patterns can match, which is all a query reads of an event, so the other
+triples of an event released at once are never encoded (``Streams.push_batch``). It keeps every
+triple (None) while a reader has a variable predicate, counts the stream's statements (a
+stream-wide count window, a directional query) or a ``STREAM ?s`` query is registered, and with
+``CQELS_PREDICATE_FILTER=off``. It is worked out again after each registration or removal.
 """
 
 from __future__ import annotations
@@ -147,12 +154,19 @@ class FanOut:
         self._order: dict[ContinuousQuery, int] = {}
         self._reach_all = False  # the next event reaches every unit (static data changed)
         self._serial = 0  # events dispatched on any stream
+        filtering = os.environ.get("CQELS_PREDICATE_FILTER") or "on"
+        if filtering not in ("on", "off"):
+            msg = f"CQELS_PREDICATE_FILTER is on or off, not {filtering!r}"
+            raise ValueError(msg)
+        self.filtering = filtering == "on"
+        self._kept: dict[str, frozenset[int] | None] = {}  # kept_predicates by stream, until a query comes or goes
 
     # ------------------------------------------------------------------ registration
 
     def add(self, query: ContinuousQuery) -> None:
         """``query`` now reads its streams (an instance: its group's driver does)."""
         self._order[query] = next(self._ordinals)
+        self._kept.clear()
         if query._variable:
             self._everywhere.append(query)
             return
@@ -193,6 +207,7 @@ class FanOut:
     def remove(self, query: ContinuousQuery) -> None:
         """``query`` was unregistered or failed."""
         self._order.pop(query, None)
+        self._kept.clear()
         if query in self._everywhere:
             self._everywhere.remove(query)
             return
@@ -239,6 +254,25 @@ class FanOut:
                 held.extend(ids)
                 predicates.setdefault(stream, set()).update(ids)
         return predicates
+
+    def kept_predicates(self, stream: str) -> frozenset[int] | None:
+        """The predicate filter of ``stream`` (module docstring): the ids of the predicates some
+        registered query's patterns on it can match; None when every triple must be kept."""
+        if stream in self._kept:
+            return self._kept[stream]
+        kept: set[int] | None = set()
+        index = self._streams.get(stream)
+        if not self.filtering or self._everywhere:
+            kept = None
+        elif index is not None:
+            for unit in index.units:
+                predicates = unit.predicates.get(stream, set())
+                if predicates is None or not all(map(_reads_matches_only, unit.queries)):
+                    kept = None
+                    break
+                kept.update(predicates)
+        self._kept[stream] = None if kept is None else frozenset(kept)
+        return self._kept[stream]
 
     def static_changed(self) -> None:
         """The static data or a query's caches changed: every query shows it at its next evaluation."""
@@ -384,3 +418,10 @@ def _always(query: ContinuousQuery) -> bool:
     if _NOW.search(query.text):
         return True  # its re-evaluation (recompute mode) reads the wall clock again each time
     return any(isinstance(node, n.Seq) for node in walk(query.algebra.pattern))
+
+
+def _reads_matches_only(query: ContinuousQuery) -> bool:
+    """Whether ``query`` reads nothing of an event but the triples its patterns match: not when a
+    window counts every statement of the stream (cqels2 ``[TRIPLES n]``, stream-wide), nor a
+    directional query (its anchors count statements)."""
+    return type(query) in (ContinuousQuery, GroupDriver) and not any(stream_wide(st.window) for st in query.patterns)

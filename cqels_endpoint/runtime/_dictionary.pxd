@@ -93,6 +93,7 @@ cdef class TermDictionary:
     cdef int64_t _intern(self, const char* form, Py_ssize_t n, int kind) except? -1
     cdef int64_t _encode(self, object term) except? -1
     cdef object _lookup(self, object term)
+    cdef bint _has_id_in(self, const char* form, Py_ssize_t n, object predicates) except -1
     cdef Entry* _live(self, int64_t term_id) except NULL
     cdef int _incref(self, int64_t term_id) except -1
     cdef int _decref(self, int64_t term_id) except -1

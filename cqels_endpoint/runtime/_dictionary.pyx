@@ -29,7 +29,7 @@ N-Triples text by ``read_ntriples`` (``_reader.pyx``), into one ``array('q')`` o
 triple, each holding one reference.
 """
 
-from cpython.array cimport array, clone
+from cpython.array cimport array, clone, resize
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.stdint cimport UINT32_MAX, int64_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free
@@ -560,14 +560,15 @@ cdef class TermDictionary:
         """``[encode(t) for t in terms]``: one reference taken per term."""
         return [self._encode(term) for term in terms]
 
-    def encode_triples(self, triples):
+    def encode_triples(self, triples, predicates=None):
         """The ids of a sequence of triples (pyoxigraph ``Triple``s or ``Quad``s, whose graph is
         ignored, or ``TripleForms``), three per triple in order, each holding one reference; nothing
-        is taken if one is not a triple."""
+        is taken if one is not a triple. With ``predicates`` (a set of ids), a triple whose predicate
+        has none of them is left out and takes nothing: its terms get no entry."""
         cdef TripleForms forms
         cdef array ids
         cdef int64_t* out
-        cdef Py_ssize_t i = 0, start = 0, end
+        cdef Py_ssize_t i = 0, k, start, subject_end, predicate_end, end
         cdef const char* data
         if isinstance(triples, TripleForms):
             forms = <TripleForms>triples
@@ -578,25 +579,44 @@ cdef class TermDictionary:
         try:
             if isinstance(triples, TripleForms):
                 data = forms.data.data()
-                for end in forms.ends:
-                    out[i] = self._intern(data + start, end - start, _kind_of_form(data + start, end - start))
+                for k in range(0, <Py_ssize_t>forms.ends.size(), 3):
+                    start = 0 if k == 0 else forms.ends[k - 1]
+                    subject_end, predicate_end, end = forms.ends[k], forms.ends[k + 1], forms.ends[k + 2]
+                    if predicates is not None and not self._has_id_in(data + subject_end, predicate_end - subject_end, predicates):
+                        continue
+                    out[i] = self._intern(data + start, subject_end - start, _kind_of_form(data + start, subject_end - start))
                     i += 1
-                    start = end
-                return ids
-            for triple in triples:
-                if type(triple) is not _Triple and type(triple) is not _Quad:
-                    raise TypeError(f"not a triple: {triple!r}")
-                out[i] = self._encode((<object>triple).subject)
-                i += 1
-                out[i] = self._encode((<object>triple).predicate)
-                i += 1
-                out[i] = self._encode((<object>triple).object)
-                i += 1
+                    out[i] = self._intern(data + subject_end, predicate_end - subject_end, _kind_of_form(data + subject_end, predicate_end - subject_end))
+                    i += 1
+                    out[i] = self._intern(data + predicate_end, end - predicate_end, _kind_of_form(data + predicate_end, end - predicate_end))
+                    i += 1
+            else:
+                for triple in triples:
+                    if type(triple) is not _Triple and type(triple) is not _Quad:
+                        raise TypeError(f"not a triple: {triple!r}")
+                    if predicates is not None:
+                        self._form_of((<object>triple).predicate)
+                        if not self._has_id_in(self._scratch.data(), self._scratch.size(), predicates):
+                            continue
+                    out[i] = self._encode((<object>triple).subject)
+                    i += 1
+                    out[i] = self._encode((<object>triple).predicate)
+                    i += 1
+                    out[i] = self._encode((<object>triple).object)
+                    i += 1
         except BaseException:
-            for start in range(i):
-                self._decref(out[start])
+            for k in range(i):
+                self._decref(out[k])
             raise
+        if i < len(ids):
+            resize(ids, i)
         return ids
+
+    cdef bint _has_id_in(self, const char* form, Py_ssize_t n, object predicates) except -1:
+        """Whether the predicate of this form (an IRI: never inline, kept as written) has an id now and
+        ``predicates`` holds it; takes no reference."""
+        cdef Py_ssize_t found = self._find_form(form, n, _hash_form(form, n))
+        return found >= 0 and (<Entry*>(self._by_form[found] & ~(<uintptr_t>TAG_MASK))).id in predicates
 
     def lookup(self, term):
         """The id of ``term`` without taking a reference; None if it is in no entry (and not inline)."""

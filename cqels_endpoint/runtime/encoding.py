@@ -50,7 +50,9 @@ term: it raises ``KeyError`` instead. :meth:`lookup` gives the id of a term with
 reference (``None`` if it has none), for probing with a query constant.
 
 :meth:`encode_triples` encodes the triples of a stream event in one call: an ``array('q')`` of
-three ids per triple, each holding one reference.
+three ids per triple, each holding one reference. Given a set of predicate ids, it leaves out the
+triples whose predicate has none of them (the stream's predicate filter, ``engine.fanout``): their
+terms are never entered, so nothing is released for them either.
 
 ``TermDictionary``, ``inline_id`` and ``decode_inline`` are compiled (``_dictionary.pyx``, keyed
 by the N-Triples form of each term in C++-side tables with no Python object per entry, and
@@ -77,7 +79,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from datetime import date
 
 import pyoxigraph as ox
@@ -415,13 +417,18 @@ class TermDictionaryPython:
         encode = self.encode
         return [encode(term) for term in terms]
 
-    def encode_triples(self, triples: Sequence[ox.Triple | ox.Quad]) -> array:
+    def encode_triples(self, triples: Sequence[ox.Triple | ox.Quad], predicates: Container[int] | None = None) -> array:
         """The ids of a sequence of triples (or quads, whose graph is ignored), three per triple in
-        order, each holding one reference; nothing is taken if one is not a triple."""
+        order, each holding one reference; nothing is taken if one is not a triple. With
+        ``predicates`` (a set of ids), a triple whose predicate has none of them is left out and
+        takes nothing: its terms get no entry."""
         for triple in triples:
             if type(triple) is not ox.Triple and type(triple) is not ox.Quad:
                 msg = f"not a triple: {triple!r}"
                 raise TypeError(msg)
+        if predicates is not None:
+            lookup = self.lookup
+            triples = [triple for triple in triples if lookup(triple.predicate) in predicates]
         encode = self.encode
         return array("q", [encode(term) for triple in triples for term in (triple.subject, triple.predicate, triple.object)])
 

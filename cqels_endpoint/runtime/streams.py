@@ -49,7 +49,7 @@ import itertools
 import re
 import time as _time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -328,17 +328,27 @@ class Streams:
         events: Sequence[tuple[object, int]],
         now_ms: int | None = None,
         *,
-        encode: Callable[[object], Sequence[int]],
+        encode: Callable[..., Sequence[int]],
         accepted: list[Event] | None = None,
+        kept_predicates: Callable[[str], Collection[int] | None] | None = None,
     ) -> list[Event]:
         """Accepts ``(triples, time)`` events in order, all or none (``LateEventError`` or
         ``FutureEventError`` naming the first refused one by its ``index``); returns the events
         released, in order, and appends the accepted ones to ``accepted`` when given. ``encode``
         turns an event's triples into its ids (``TermDictionary.encode_triples``); it runs on every
-        event once the whole batch is known to be acceptable, before any is accepted."""
+        event once the whole batch is known to be acceptable, before any is accepted.
+
+        ``kept_predicates(iri)`` gives the stream's predicate filter (``FanOut.kept_predicates``; None:
+        keep every triple), handed to ``encode`` as its second argument when the batch's events are
+        all released at once (lateness 0, nothing buffered) and so read by the queries registered
+        now and nothing else. A buffered event keeps all its triples: it is journaled, and queries
+        registered while it waits read it."""
         clock = self.clock(iri)
         clock.check_batch([time for _, time in events], now_ms, self.max_future_ms)
-        encoded = [(encode(triples), time) for triples, time in events]
+        kept = None
+        if kept_predicates is not None and clock.lateness_ms == 0 and not clock._buffer:
+            kept = kept_predicates(iri)
+        encoded = [(encode(triples) if kept is None else encode(triples, kept), time) for triples, time in events]
         received = _time.perf_counter()
         released = []
         for ids, time in encoded:

@@ -403,6 +403,8 @@ operations = st.lists(
     st.one_of(
         st.tuples(st.just("encode"), terms | triples),
         st.tuples(st.just("encode_triples"), st.lists(triples | triple_terms, max_size=4)),
+        # a predicate filter: ids picked among those issued so far (an index past them: no id)
+        st.tuples(st.just("encode_triples_kept"), st.tuples(st.lists(triples | triple_terms, max_size=4), st.lists(st.integers(0, 40), max_size=3))),
         st.tuples(st.just("lookup"), terms | triples),
         st.tuples(st.sampled_from(["decode", "incref", "decref", "refcount"]), st.integers(0, 40)),
     ),
@@ -419,6 +421,11 @@ def _apply(dictionary, issued: list[int], operation) -> object:
             return issued[-1]
         if name == "encode_triples":
             ids = dictionary.encode_triples(argument)
+            issued.extend(ids)
+            return ids.tolist()
+        if name == "encode_triples_kept":
+            rows, picks = argument
+            ids = dictionary.encode_triples(rows, frozenset(issued[i] for i in picks if i < len(issued)))
             issued.extend(ids)
             return ids.tolist()
         if name == "lookup":
@@ -461,6 +468,24 @@ def test_encode_triples_takes_one_reference_per_position(new_dictionary):
     dictionary.incref_many(ids)
     dictionary.decref_many(ids)
     dictionary.decref_many(ids)
+    assert len(dictionary) == 0
+
+
+@dictionaries
+def test_encode_triples_with_a_predicate_filter_enters_nothing_of_the_triples_it_leaves_out(new_dictionary):
+    dictionary = new_dictionary()
+    s, p, q = ox.NamedNode("http://e/s"), ox.NamedNode("http://e/p"), ox.NamedNode("http://e/q")
+    kept = dictionary.encode(p)
+    rows = [ox.Triple(s, q, ox.Literal("left")), ox.Triple(s, p, ox.Literal("in")), ox.Quad(ox.NamedNode("http://e/o"), q, s)]
+    ids = dictionary.encode_triples(rows, frozenset({kept}))
+    assert dictionary.decode_row(ids) == (s, p, ox.Literal("in"))
+    assert dictionary.lookup(q) is None and dictionary.lookup(ox.Literal("left")) is None and dictionary.refcount(kept) == 2
+    assert dictionary.encode_triples(rows, frozenset()).tolist() == []
+    with pytest.raises(TypeError, match="not a triple"):  # checked also where the filter leaves the triple out
+        dictionary.encode_triples([ox.Triple(s, p, ox.Literal("y")), (s, q, s)], frozenset({kept}))
+    assert dictionary.lookup(ox.Literal("y")) is None and dictionary.refcount(kept) == 2  # nothing taken
+    dictionary.decref_many(ids)
+    dictionary.decref(kept)
     assert len(dictionary) == 0
 
 
