@@ -17,7 +17,8 @@ A batch (``Streams.push_batch``) is checked whole before any of it is accepted: 
 rejects the batch, so a client never has to guess which prefix of it was applied.
 
 An event's triples become term ids once, when its batch is accepted (``Streams.push_batch`` calls
-the engine's ``TermDictionary.encode_triples``), and travel as an ``array('q')``. Before that,
+the engine's ``TermDictionary.encode_triples``), and travel as an ``array('q')``; an event released
+at once keeps only the triples its stream's predicate filter passes (``Streams.push_batch``). Before that,
 ``event_triples`` reads them outside the engine's lock: plain N-Triples text with the compiled
 reader (``_reader.pyx``) straight to the forms the dictionary keys terms by, pyoxigraph triples as
 they are, anything else through ``to_triples``.
