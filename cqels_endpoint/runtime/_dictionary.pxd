@@ -3,6 +3,7 @@
 
 from libc.stdint cimport int64_t, uint32_t, uint64_t, uintptr_t
 from libcpp.string cimport string
+from libcpp.unordered_set cimport unordered_set
 
 
 cdef extern from *:
@@ -80,6 +81,8 @@ cdef class TermDictionary:
     cdef string _scratch  # the form of the term being encoded
     cdef string _canon  # the Store's form of it, when that differs (see _canonical)
     cdef string _lexical  # the rewritten lexical form of a positional double or float
+    cdef object _kept  # the last predicate filter encode_triples was given (a stream's, held until it changes)
+    cdef unordered_set[int64_t] _kept_ids  # its ids
 
     cdef int _allocate(self, size_t capacity) except -1
     cdef size_t _id_home(self, int64_t term_id) noexcept nogil
@@ -93,7 +96,7 @@ cdef class TermDictionary:
     cdef int64_t _intern(self, const char* form, Py_ssize_t n, int kind) except? -1
     cdef int64_t _encode(self, object term) except? -1
     cdef object _lookup(self, object term)
-    cdef bint _has_id_in(self, const char* form, Py_ssize_t n, object predicates) except -1
+    cdef Entry* _kept_entry(self, const char* form, Py_ssize_t n) noexcept
     cdef Entry* _live(self, int64_t term_id) except NULL
     cdef int _incref(self, int64_t term_id) except -1
     cdef int _decref(self, int64_t term_id) except -1

@@ -84,6 +84,14 @@ cdef object _Literal = ox.Literal
 cdef object _Triple = ox.Triple
 cdef object _Quad = ox.Quad
 cdef object _array_template = array("q")
+
+
+cdef inline int64_t _take(Entry* entry) except? -1:
+    """The id of a live entry, taking one reference (as ``TermDictionary._intern`` does for a term it finds)."""
+    if entry.refs == UINT32_MAX:
+        raise OverflowError(f"term id {entry.id} holds {entry.refs} references, the most an entry can")
+    entry.refs += 1
+    return entry.id
 cdef object _LTR = ox.BaseDirection.LTR
 cdef object _RTL = ox.BaseDirection.RTL
 cdef bytes _XSD_TYPED = b'"^^<http://www.w3.org/2001/XMLSchema#'
@@ -570,6 +578,13 @@ cdef class TermDictionary:
         cdef int64_t* out
         cdef Py_ssize_t i = 0, k, start, subject_end, predicate_end, end
         cdef const char* data
+        cdef Entry* predicate = NULL
+        # A stream's filter comes again and again, unchanged: its ids are copied once.
+        if predicates is not None and (predicates is not self._kept or type(predicates) is not frozenset):
+            self._kept_ids.clear()
+            for term_id in predicates:
+                self._kept_ids.insert(term_id)
+            self._kept = predicates
         if isinstance(triples, TripleForms):
             forms = <TripleForms>triples
             ids = clone(_array_template, forms.ends.size(), False)
@@ -582,11 +597,16 @@ cdef class TermDictionary:
                 for k in range(0, <Py_ssize_t>forms.ends.size(), 3):
                     start = 0 if k == 0 else forms.ends[k - 1]
                     subject_end, predicate_end, end = forms.ends[k], forms.ends[k + 1], forms.ends[k + 2]
-                    if predicates is not None and not self._has_id_in(data + subject_end, predicate_end - subject_end, predicates):
-                        continue
+                    if predicates is not None:
+                        predicate = self._kept_entry(data + subject_end, predicate_end - subject_end)
+                        if predicate == NULL:
+                            continue
                     out[i] = self._intern(data + start, subject_end - start, _kind_of_form(data + start, subject_end - start))
                     i += 1
-                    out[i] = self._intern(data + subject_end, predicate_end - subject_end, _kind_of_form(data + subject_end, predicate_end - subject_end))
+                    if predicates is None:
+                        out[i] = self._intern(data + subject_end, predicate_end - subject_end, _kind_of_form(data + subject_end, predicate_end - subject_end))
+                    else:
+                        out[i] = _take(predicate)
                     i += 1
                     out[i] = self._intern(data + predicate_end, end - predicate_end, _kind_of_form(data + predicate_end, end - predicate_end))
                     i += 1
@@ -596,11 +616,12 @@ cdef class TermDictionary:
                         raise TypeError(f"not a triple: {triple!r}")
                     if predicates is not None:
                         self._form_of((<object>triple).predicate)
-                        if not self._has_id_in(self._scratch.data(), self._scratch.size(), predicates):
+                        predicate = self._kept_entry(self._scratch.data(), self._scratch.size())
+                        if predicate == NULL:
                             continue
                     out[i] = self._encode((<object>triple).subject)
                     i += 1
-                    out[i] = self._encode((<object>triple).predicate)
+                    out[i] = self._encode((<object>triple).predicate) if predicates is None else _take(predicate)
                     i += 1
                     out[i] = self._encode((<object>triple).object)
                     i += 1
@@ -612,11 +633,15 @@ cdef class TermDictionary:
             resize(ids, i)
         return ids
 
-    cdef bint _has_id_in(self, const char* form, Py_ssize_t n, object predicates) except -1:
-        """Whether the predicate of this form (an IRI: never inline, kept as written) has an id now and
-        ``predicates`` holds it; takes no reference."""
+    cdef Entry* _kept_entry(self, const char* form, Py_ssize_t n) noexcept:
+        """The entry of the predicate of this form (an IRI: never inline, kept as written) when the
+        last filter ``encode_triples`` was given holds its id; NULL otherwise. Takes no reference:
+        the entry stays while the filter's holder keeps one, and interning other terms moves no entry."""
         cdef Py_ssize_t found = self._find_form(form, n, _hash_form(form, n))
-        return found >= 0 and (<Entry*>(self._by_form[found] & ~(<uintptr_t>TAG_MASK))).id in predicates
+        if found < 0:
+            return NULL
+        cdef Entry* entry = <Entry*>(self._by_form[found] & ~(<uintptr_t>TAG_MASK))
+        return entry if self._kept_ids.count(entry.id) else NULL
 
     def lookup(self, term):
         """The id of ``term`` without taking a reference; None if it is in no entry (and not inline)."""

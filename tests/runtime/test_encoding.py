@@ -484,8 +484,14 @@ def test_encode_triples_with_a_predicate_filter_enters_nothing_of_the_triples_it
     with pytest.raises(TypeError, match="not a triple"):  # checked also where the filter leaves the triple out
         dictionary.encode_triples([ox.Triple(s, p, ox.Literal("y")), (s, q, s)], frozenset({kept}))
     assert dictionary.lookup(ox.Literal("y")) is None and dictionary.refcount(kept) == 2  # nothing taken
-    dictionary.decref_many(ids)
-    dictionary.decref(kept)
+    # The compiled dictionary copies a frozenset's ids once; a set changed in place is read again.
+    changing = {kept}
+    taken = [dictionary.encode_triples(rows, changing)]
+    changing.add(dictionary.encode(q))
+    taken += [dictionary.encode_triples(rows, changing), dictionary.encode_triples(rows, frozenset({kept}))]
+    assert [len(row) // 3 for row in taken] == [1, 3, 1]
+    for row in [ids, *taken, [kept, dictionary.lookup(q)]]:
+        dictionary.decref_many(row)
     assert len(dictionary) == 0
 
 
