@@ -26,7 +26,8 @@ literals, through ``canonical.canonical_form``.
 
 Bulk: ``encode_triples`` turns a sequence of pyoxigraph triples, or the ``TripleForms`` read from
 N-Triples text by ``read_ntriples`` (``_reader.pyx``), into one ``array('q')`` of ids, three per
-triple, each holding one reference.
+triple, each holding one reference; given a stream's predicate filter it probes each predicate's
+form once and skips the triple, or takes the reference on the entry it found.
 """
 
 from cpython.array cimport array, clone, resize
