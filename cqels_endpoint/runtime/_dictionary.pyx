@@ -85,14 +85,6 @@ cdef object _Literal = ox.Literal
 cdef object _Triple = ox.Triple
 cdef object _Quad = ox.Quad
 cdef object _array_template = array("q")
-
-
-cdef inline int64_t _take(Entry* entry) except? -1:
-    """The id of a live entry, taking one reference (as ``TermDictionary._intern`` does for a term it finds)."""
-    if entry.refs == UINT32_MAX:
-        raise OverflowError(f"term id {entry.id} holds {entry.refs} references, the most an entry can")
-    entry.refs += 1
-    return entry.id
 cdef object _LTR = ox.BaseDirection.LTR
 cdef object _RTL = ox.BaseDirection.RTL
 cdef bytes _XSD_TYPED = b'"^^<http://www.w3.org/2001/XMLSchema#'
@@ -208,6 +200,14 @@ cdef int _positional(const char* s, Py_ssize_t n, int max_digits, string& out) n
         out.push_back(c'.')
         out.append(s + fraction, fraction_end - fraction)
     return 1
+
+
+cdef inline int64_t _take(Entry* entry) except? -1:
+    """The id of a live entry, taking one reference (as ``TermDictionary._intern`` does for a term it finds)."""
+    if entry.refs == UINT32_MAX:
+        raise OverflowError(f"term id {entry.id} holds {entry.refs} references, the most an entry can")
+    entry.refs += 1
+    return entry.id
 
 
 cdef class TermDictionary:
