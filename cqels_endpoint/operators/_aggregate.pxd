@@ -6,6 +6,7 @@ from libcpp.vector cimport vector
 
 from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._rowrecords cimport RowRecords
+from cqels_endpoint.runtime._expressions cimport RowTerms
 
 
 cdef class _Aggregate:
@@ -105,6 +106,7 @@ cdef class _Bag(_Aggregate):
 
 cdef class _Group:
     cdef tuple key
+    cdef tuple key_ids                # the ids of the named key terms (one reference each, held from the first emission), or None
     cdef int64_t rows                 # live input rows
     cdef list aggregates              # one _Aggregate per spec
     cdef bint changed                 # listed in the tick's changed groups
@@ -114,7 +116,9 @@ cdef class _Group:
 
 
 cdef class _GroupCore:
-    cdef object evaluate              # the operator's _evaluate: row → (key, arguments)
+    cdef RowTerms keys_of             # row of ids → the key (shared._evaluate's, its twin)
+    cdef RowTerms arguments_of        # row of ids → the arguments, a bound test where only that counts
+    cdef readonly int64_t errors      # arguments that were an error (the counters' ``errors``)
     cdef object encode                # the dictionary's encode
     cdef object dictionary
     cdef dict groups                  # key → _Group
@@ -140,6 +144,7 @@ cdef class _GroupCore:
     cdef tuple _take(self, object lineage)
     cdef list on_tick_end(self)
     cdef int _release(self, tuple row) except -1
+    cdef int _forget(self, _Group group, list out) except -1
     cdef int close(self) except -1
 
 

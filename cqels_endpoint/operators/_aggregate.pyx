@@ -1,9 +1,13 @@
 # distutils: language = c++
 """Compiled incremental GROUP BY / aggregates (algebra ``Group``): one output per changed group per
 tick, each aggregate kept up to date in O(1) or O(log n) per delta. The contract (emission,
-lineages, dictionary references) is stated in ``shared.aggregate``, which also evaluates a row's key
-and arguments; the per-tick loop and the groups are here, in :class:`_GroupCore`, behind a ``Node`` (``_base``):
-batches come in through C, each row read as the tuple the key's expressions take. The twin
+lineages, dictionary references) is stated in ``shared.aggregate``, whose ``_evaluate`` (the twin's)
+gives a row's key and arguments; here ``runtime._expressions.RowTerms`` computes the same on the
+row's ids, without a ``DecodedRow``, and reads a plain ``COUNT(?v)``'s argument as a bound test. A
+group encodes its key terms once, at its first emission, and holds a reference to each id, so that
+its rows take references instead of encoding the keys again. The per-tick loop and the groups
+are here, in :class:`_GroupCore`, behind a ``Node`` (``_base``): batches come in through C, each
+row read as a tuple of ids. The twin
 (``reference/aggregate.py``) recomputes each changed group from its members instead; the results
 are those of ``runtime.aggregates`` on both sides.
 
@@ -594,7 +598,18 @@ cdef class _Group:
 
 cdef class _GroupCore:
     def __init__(self, owner):
-        self.evaluate = owner._evaluate
+        # Keys and arguments as owner._evaluate (the twin's) gives them. A plain COUNT's argument
+        # only counts when bound: a plain variable's is read as a bound test, not decoded.
+        self.keys_of = RowTerms([("term", compute) for compute in owner._keys], owner._positions, owner._decoder)
+        arguments = []
+        for spec in owner._specs:
+            if spec.star:
+                arguments.append(("row", None))
+            elif spec.name == "COUNT" and not spec.distinct and spec.variable is not None:
+                arguments.append(("bound", spec.variable))
+            else:
+                arguments.append(("term", spec.argument))
+        self.arguments_of = RowTerms(arguments, owner._positions, owner._decoder)
         self.dictionary = owner._dictionary
         self.encode = self.dictionary.encode
         for spec in owner._specs:
@@ -673,8 +688,10 @@ cdef class _GroupCore:
         cdef _Group group
         cdef Py_ssize_t i, count = self.kinds.size()
         cdef dict groups = self.groups
+        cdef int64_t key_errors = 0
         if sign > 0:
-            key, arguments = self.evaluate(row)
+            key = self.keys_of.of(row, &key_errors)  # an error makes a key component unbound, not an error
+            arguments = self.arguments_of.of(row, &self.errors)
             group = groups.get(key)
             if group is None:
                 group = groups[key] = self._new_group(key)
@@ -743,6 +760,7 @@ cdef class _GroupCore:
         cdef _Group group
         cdef _Aggregate aggregate
         encode = self.encode
+        incref = self.dictionary.incref
         # Release what left two ticks ago: the last tick's -1 rows may still be decoded.
         self.dictionary.decref_many(self.releasing)
         self.releasing = []
@@ -750,18 +768,20 @@ cdef class _GroupCore:
             group.changed = False
             if group.rows == 0 and group is not self.implicit:
                 del self.groups[group.key]
-                if group.row is not None:
-                    out.append(_new_tuple(Delta, (group.row, -1, group.lineage)))
-                    self._release(group.row)
-                    group.row = None
-                    self.emitted -= 1
+                self._forget(group, out)
                 continue
             terms = [aggregate.result() for aggregate in group.aggregates]
             results = tuple(terms)
             if group.row is not None and group.results == results:
                 continue  # the same terms, hence the same row: nothing to emit
-            terms[:0] = [group.key[position] for position in self.named]
-            row = tuple([None if term is None else encode(term) for term in terms])
+            if group.key_ids is None:
+                # Encoded once per group: its rows take a reference to each key id, not a new encoding.
+                group.key_ids = tuple([None if term is None else encode(term) for term in
+                                       [group.key[position] for position in self.named]])
+            for term_id in group.key_ids:
+                if term_id is not None:
+                    incref(term_id)
+            row = group.key_ids + tuple([None if term is None else encode(term) for term in terms])
             if group.row is None:
                 self.serial += 1
                 group.lineage = (self.serial,)
@@ -782,6 +802,19 @@ cdef class _GroupCore:
                 self.to_release.append(term_id)
         return 0
 
+    cdef int _forget(self, _Group group, list out) except -1:
+        """A group whose last row left: its row retracted into ``out``, its ids (the row's and the
+        group's key ids) released when the next tick punctuates."""
+        if group.row is not None:
+            out.append(_new_tuple(Delta, (group.row, -1, group.lineage)))
+            self._release(group.row)
+            group.row = None
+            self.emitted -= 1
+        if group.key_ids is not None:
+            self._release(group.key_ids)
+            group.key_ids = None
+        return 0
+
     cdef int close(self) except -1:
         cdef _Group group
         self.dictionary.decref_many(self.releasing)
@@ -790,6 +823,9 @@ cdef class _GroupCore:
             if group.row is not None:
                 self.dictionary.decref_many([term_id for term_id in group.row if term_id is not None])
                 group.row = None
+            if group.key_ids is not None:
+                self.dictionary.decref_many([term_id for term_id in group.key_ids if term_id is not None])
+                group.key_ids = None
         self.releasing, self.to_release, self.emitted = [], [], 0
         return 0
 
@@ -832,4 +868,6 @@ class GroupAggregate(_GroupNode, GroupAggregateBase):
         return (<_GroupCore>self._core).emitted
 
     def counters(self):
-        return {**GroupAggregateBase.counters(self), "live_rows": (<_GroupCore>self._core).live_rows()}
+        # The core evaluates the arguments (shared._evaluate is the twin's), so it counts their errors.
+        core = <_GroupCore>self._core
+        return {**GroupAggregateBase.counters(self), "errors": core.errors, "live_rows": core.live_rows()}

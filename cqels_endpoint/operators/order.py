@@ -24,8 +24,8 @@ from typing import Any
 from cqels_endpoint.algebra.ties import tie_break
 from cqels_endpoint.operators.base import Delta, Operator
 from cqels_endpoint.query import ast
-from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
-from cqels_endpoint.runtime.expressions import compile_order_key
+from cqels_endpoint.runtime.decoding import TermDecoder
+from cqels_endpoint.runtime.expressions import compile_row_order_key
 from cqels_endpoint.terms import Var
 
 
@@ -38,8 +38,7 @@ def row_order_key(
 ) -> Callable[[tuple], tuple]:
     """``row of ids -> key``: the ORDER BY conditions, then the tie-break columns ascending."""
     positions = {name: position for position, name in enumerate(schema)}
-    key = compile_order_key((*conditions, *tie_break(tuple(Var(name) for name in ties))), **context)
-    return lambda row: key(DecodedRow(positions, row, decoder))
+    return compile_row_order_key((*conditions, *tie_break(tuple(Var(name) for name in ties))), positions, decoder, **context)
 
 
 class Order(Operator):

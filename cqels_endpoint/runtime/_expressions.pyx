@@ -25,7 +25,8 @@ the result never depends on which path ran. A value passed through unchanged (``
 Computed results become terms through ``runtime.functions.numeric_literal``, memoised by value.
 """
 
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cython.operator cimport dereference as deref
 from libc.math cimport floor, ceil, fabs, copysign, isnan, isinf, NAN, INFINITY
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX, INT64_MIN
@@ -93,6 +94,8 @@ DEF ID_BLANK_NODE = 1
 DEF ID_LITERAL = 2
 
 cdef int64_t NO_ID = INT64_MIN
+# What NumericExpression.on_ids returns for an error.
+cdef object FAILED = object()
 cdef int64_t[19] POW10
 POW10[0] = 1
 for _i in range(1, 19):
@@ -811,7 +814,45 @@ cdef class NumericExpression:
             return self.fallback(row)
         if v.kind == K_ERROR:
             raise ExpressionError
-        return self.term(v, row)
+        return self.term(v, row._decoder if v.id != NO_ID else None)
+
+    cdef Value run_ids(self, tuple row, dict positions, decoder):
+        """``run`` on ``DecodedRow(positions, row, decoder)``, without building it."""
+        cdef _Frame frame = _Frame.__new__(_Frame)
+        if positions is not self.positions_of:
+            self.positions = [positions.get(name) for name in self.names]
+            self.positions_of = positions
+        frame.expression = self
+        frame.row = row
+        frame.decoder = decoder
+        return self.root.eval(frame)
+
+    cdef object on_ids(self, tuple row, dict positions, decoder, list decoded):
+        """The term ``self(DecodedRow(positions, row, decoder))`` gives, or ``FAILED`` where it
+        raises ``ExpressionError``; the DecodedRow is built (into ``decoded``) only when the fallback runs."""
+        cdef Value v = self.run_ids(row, positions, decoder)
+        if v.kind == K_OTHER:
+            try:
+                return self.fallback(_decoded_row(row, positions, decoder, decoded))
+            except ExpressionError:
+                return FAILED
+        if v.kind == K_ERROR:
+            return FAILED
+        return self.term(v, decoder)
+
+    cdef bint test_ids(self, tuple row, dict positions, decoder, list decoded) except -1:
+        """``test`` (FILTER semantics) on ``DecodedRow(positions, row, decoder)``, built only when
+        the fallback runs."""
+        cdef Value v = self.run_ids(row, positions, decoder)
+        cdef int value
+        if v.kind != K_OTHER:
+            value = ebv(v)
+            if value != -2:
+                return value == 1
+        try:
+            return effective_boolean_value(self.fallback(_decoded_row(row, positions, decoder, decoded)))
+        except ExpressionError:
+            return False
 
     def passes(self, row):
         """FILTER semantics on the result: its effective boolean value, an error being false."""
@@ -829,11 +870,12 @@ cdef class NumericExpression:
         except ExpressionError:
             return False
 
-    cdef object term(self, Value v, row):
+    cdef object term(self, Value v, decoder):
+        """The term of a value; ``decoder`` decodes a value read unchanged from a row of ids."""
         if v.term != NULL:
             return <object>v.term
         if v.id != NO_ID:
-            return row._decoder.decode(v.id)
+            return decoder.decode(v.id)
         if v.kind == K_BOOL:
             return TRUE if v.i else FALSE
         cdef uint64_t bits
@@ -1011,3 +1053,196 @@ cdef class Conjunction:
             if not (<NumericExpression>expression).test(row):
                 return False
         return True
+
+# RowTerms item modes.
+cdef enum:
+    _TERM = 0   # an expression's term (None for an error)
+    _BOUND = 1  # True when a column is bound, else None: a plain variable whose term nobody reads
+    _ROW = 2    # the row itself
+
+
+cdef object _decoded_row(tuple row, dict positions, decoder, list decoded):
+    """The row's DecodedRow, built once per row (kept in ``decoded``) for the closures that read it."""
+    if not decoded:
+        decoded.append(DecodedRow(positions, row, decoder))
+    return decoded[0]
+
+
+cdef object _term_on_ids(object expression, tuple row, dict positions, decoder, list decoded):
+    """``expression`` (compiled or an interpreted closure) on a row of ids, ``FAILED`` for an
+    error; ``decoded`` holds the row's DecodedRow once a closure needed one."""
+    if type(expression) is NumericExpression:
+        return (<NumericExpression>expression).on_ids(row, positions, decoder, decoded)
+    try:
+        return expression(_decoded_row(row, positions, decoder, decoded))
+    except ExpressionError:
+        return FAILED
+
+
+cdef class RowFilter:
+    """A FILTER's conjunction on rows of ids: what ``compile_filter``'s function (its twin) says of
+    ``DecodedRow(positions, row, decoder)``. The expressions are tested in order, each with the
+    FILTER semantics (an error is false), the first false one deciding; a compiled one reads the
+    ids, and the DecodedRow is built only for a closure or a fallback."""
+
+    def __init__(self, list expressions, dict positions, decoder):
+        self.expressions = expressions
+        self.positions = positions
+        self.decoder = decoder
+
+    cdef bint passes(self, tuple row) except -1:
+        cdef list decoded = []
+        for expression in self.expressions:
+            if type(expression) is NumericExpression:
+                if not (<NumericExpression>expression).test_ids(row, self.positions, self.decoder, decoded):
+                    return False
+                continue
+            try:
+                if not effective_boolean_value(expression(_decoded_row(row, self.positions, self.decoder, decoded))):
+                    return False
+            except ExpressionError:
+                return False
+        return True
+
+    def __call__(self, row):
+        return self.passes(row if type(row) is tuple else tuple(row))
+
+
+cdef class RowTerms:
+    """``row of ids -> tuple``: per item, the term of an expression on the row (``None`` for an
+    error or an unbound result), whether a column is bound (``True``/``None``), or the row itself.
+    GROUP BY keys and aggregate arguments, as ``shared.aggregate._evaluate`` computes them on a
+    ``DecodedRow`` (its twin), without building one unless an interpreted closure runs."""
+
+    def __init__(self, list items, dict positions, decoder):
+        """``items``: ``("term", compiled expression)``, ``("bound", variable name)`` or ``("row", None)``."""
+        self.modes = []
+        self.items = []
+        for mode, item in items:
+            if mode == "term":
+                self.modes.append(_TERM)
+                self.items.append(item)
+            elif mode == "bound":
+                self.modes.append(_BOUND)
+                column = positions.get(item)
+                self.items.append(-1 if column is None else column)
+            elif mode == "row":
+                self.modes.append(_ROW)
+                self.items.append(None)
+            else:
+                raise ValueError(f"unknown row item mode {mode!r}")
+        self.positions = positions
+        self.decoder = decoder
+
+    cdef tuple of(self, tuple row, int64_t* errors):
+        """The items on ``row``; ``errors`` counts those that were an error (or unbound)."""
+        cdef Py_ssize_t i, count = len(self.modes), column
+        cdef int mode
+        cdef list decoded = []
+        cdef tuple out = PyTuple_New(count)
+        for i in range(count):
+            mode = <int>self.modes[i]
+            if mode == _TERM:
+                value = _term_on_ids(self.items[i], row, self.positions, self.decoder, decoded)
+                if value is FAILED:
+                    value = None
+            elif mode == _BOUND:
+                column = <Py_ssize_t>self.items[i]
+                value = None if column < 0 or row[column] is None else True
+            else:
+                value = row
+            if value is None:
+                errors[0] += 1
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(out, i, value)
+        return out
+
+    def __call__(self, tuple row):
+        cdef int64_t errors = 0
+        return self.of(row, &errors)
+
+
+cdef class RowOrderKey:
+    """``row of ids -> key`` for ORDER BY conditions: the tuple ``compile_order_key``'s closure
+    gives on ``DecodedRow(positions, row, decoder)`` (its twin), equal part for part. A condition
+    that is a plain variable reads its column's id, and the key part of an id is computed once
+    (``order_key`` of its term, wrapped in ``Descending`` for DESC) and kept by id: dictionary
+    serial numbers are never reused and inline ids are their values, so a kept part stays right.
+    Other conditions evaluate their expression on the row and take ``order_key`` of the result."""
+
+    def __init__(self, list conditions, dict positions, decoder, order_key):
+        """``conditions``: ``(compiled expression, variable name or None, descending)`` each; a
+        variable name makes the condition a plain variable (the expression is then unused)."""
+        cdef list unbound = []
+        self.columns = []
+        self.expressions = []
+        self.descending = []
+        self.caches = []
+        for expression, variable, descending in conditions:
+            if variable is not None:
+                column = positions.get(variable)
+                self.columns.append(-1 if column is None else column)
+                self.expressions.append(None)
+                self.caches.append({})
+            else:
+                self.columns.append(None)
+                self.expressions.append(expression)
+                self.caches.append(None)
+            self.descending.append(bool(descending))
+            unbound.append(Descending(order_key(None)) if descending else order_key(None))
+        self.unbound = tuple(unbound)
+        self.positions = positions
+        self.decoder = decoder
+        self.order_key = order_key
+
+    cdef object part(self, Py_ssize_t index, tuple row):
+        cdef object cached = self.caches[index]
+        cdef dict cache
+        cdef Py_ssize_t column
+        cdef list decoded
+        if cached is not None:
+            cache = <dict>cached
+            column = <Py_ssize_t>self.columns[index]
+            if column < 0:
+                return self.unbound[index]
+            item = row[column]
+            if item is None:
+                return self.unbound[index]
+            part = cache.get(item)
+            if part is not None:
+                return part
+            try:
+                part = self.order_key(self.decoder.decode(item))
+            except ExpressionError:
+                return self.unbound[index]
+            if self.descending[index]:
+                part = Descending(part)
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[item] = part
+            return part
+        decoded = []
+        term = _term_on_ids(self.expressions[index], row, self.positions, self.decoder, decoded)
+        if term is FAILED:
+            return self.unbound[index]
+        try:
+            part = self.order_key(term)
+        except ExpressionError:
+            return self.unbound[index]
+        return Descending(part) if self.descending[index] else part
+
+    cdef tuple key_of(self, tuple row, object lineage, bint with_lineage):
+        """The key of ``row``, with ``lineage`` appended when ``with_lineage`` (the top-k's key)."""
+        cdef Py_ssize_t i, count = len(self.caches)
+        cdef tuple out = PyTuple_New(count + 1 if with_lineage else count)
+        for i in range(count):
+            part = self.part(i, row)
+            Py_INCREF(part)
+            PyTuple_SET_ITEM(out, i, part)
+        if with_lineage:
+            Py_INCREF(lineage)
+            PyTuple_SET_ITEM(out, count, lineage)
+        return out
+
+    def __call__(self, row):
+        return self.key_of(row if type(row) is tuple else tuple(row), None, False)
