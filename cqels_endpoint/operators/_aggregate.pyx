@@ -83,6 +83,8 @@ _KINDS = {
 # Bucket sizes of the ordered bags: a bucket over _MAX_BUCKET entries is split in two halves, one
 # under _MIN_BUCKET is merged into a neighbour (and the result split again if too long).
 cdef Py_ssize_t _MAX_BUCKET = 256
+# The most COUNT totals whose inline ids a group core keeps.
+cdef Py_ssize_t _COUNT_IDS = 1 << 16
 cdef Py_ssize_t _MIN_BUCKET = 32
 
 
@@ -619,6 +621,7 @@ cdef class _GroupCore:
         self.named = list(owner._named)
         self.groups = {}
         self.rows = {}
+        self.count_ids = {}
         self.counting = self.kinds.size() <= 8 * sizeof(uintptr_t)
         for i in range(self.kinds.size()):
             if self.kinds[i] != _COUNT or self.distinct[i]:
@@ -770,10 +773,14 @@ cdef class _GroupCore:
                 del self.groups[group.key]
                 self._forget(group, out)
                 continue
-            terms = [aggregate.result() for aggregate in group.aggregates]
-            results = tuple(terms)
+            if self.counting:
+                # Plain COUNTs: the totals stand for their terms, and their ids are inline ones, kept.
+                results = tuple([(<_Count>aggregate).total for aggregate in group.aggregates])
+            else:
+                terms = [aggregate.result() for aggregate in group.aggregates]
+                results = tuple(terms)
             if group.row is not None and group.results == results:
-                continue  # the same terms, hence the same row: nothing to emit
+                continue  # the same results, hence the same row: nothing to emit
             if group.key_ids is None:
                 # Encoded once per group: its rows take a reference to each key id, not a new encoding.
                 group.key_ids = tuple([None if term is None else encode(term) for term in
@@ -781,7 +788,10 @@ cdef class _GroupCore:
             for term_id in group.key_ids:
                 if term_id is not None:
                     incref(term_id)
-            row = group.key_ids + tuple([None if term is None else encode(term) for term in terms])
+            if self.counting:
+                row = group.key_ids + tuple([self._count_id(total) for total in results])
+            else:
+                row = group.key_ids + tuple([None if term is None else encode(term) for term in terms])
             if group.row is None:
                 self.serial += 1
                 group.lineage = (self.serial,)
@@ -795,6 +805,18 @@ cdef class _GroupCore:
         self.changed = []
         self.releasing, self.to_release = self.to_release, []
         return out
+
+    cdef object _count_id(self, int64_t total):
+        """The id of the integer ``total`` (COUNT's result), encoded once while it is inline."""
+        term_id = self.count_ids.get(total)
+        if term_id is None:
+            term_id = self.encode(integer_literal(total))
+            if term_id >= 0:
+                return term_id  # a dictionary id: each row holds its own reference
+            if len(self.count_ids) >= _COUNT_IDS:
+                self.count_ids.clear()
+            self.count_ids[total] = term_id
+        return term_id
 
     cdef int _release(self, tuple row) except -1:
         for term_id in row:

@@ -31,8 +31,11 @@ from cython.operator cimport dereference as deref
 from libc.math cimport floor, ceil, fabs, copysign, isnan, isinf, NAN, INFINITY
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX, INT64_MIN
 from libc.stdlib cimport strtod
-from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memchr, memcmp, memcpy, strlen
 from libcpp.unordered_map cimport unordered_map
+
+from cqels_endpoint.runtime._dictionary cimport Entry, TermDictionary
 
 from decimal import Decimal
 
@@ -694,6 +697,44 @@ cdef bint read_double(str lexical, double* out):
     return True
 
 
+cdef const char* DOUBLE_SUFFIX = b'"^^<http://www.w3.org/2001/XMLSchema#double>'
+cdef const char* FLOAT_SUFFIX = b'"^^<http://www.w3.org/2001/XMLSchema#float>'
+
+
+cdef bint binary_of_form(TermDictionary dictionary, int64_t term_id, Value* out) except -1:
+    """The value ``value_of_term`` gives a dictionary xsd:double or xsd:float literal, read from
+    its stored form (``"lexical"^^<datatype>``) without building the term; False for any other
+    term (or a lexical form with an escape), which is then decoded."""
+    cdef Entry* entry = dictionary._entry(term_id)
+    cdef const char* form
+    cdef Py_ssize_t n, end, suffix
+    cdef int kind
+    cdef double d
+    if entry == NULL:
+        return False
+    form = (<const char*>entry) + sizeof(Entry)
+    n = entry.length
+    if n < 2 or form[0] != c'"':
+        return False
+    suffix = strlen(DOUBLE_SUFFIX)
+    if n > suffix and memcmp(form + n - suffix, DOUBLE_SUFFIX, suffix) == 0:
+        kind = K_DBL
+    else:
+        suffix = strlen(FLOAT_SUFFIX)
+        if n > suffix and memcmp(form + n - suffix, FLOAT_SUFFIX, suffix) == 0:
+            kind = K_FLT
+        else:
+            return False
+    end = n - suffix
+    if memchr(form + 1, c'\\', end - 1) != NULL:
+        return False
+    if not read_double(PyUnicode_DecodeUTF8(form + 1, end - 1, NULL), &d):
+        out[0] = make(K_OTHER)
+    else:
+        out[0] = make_double(kind, d)
+    return True
+
+
 cdef Value value_of_term(term):
     """The value of a term as read by runtime.functions (K_OTHER outside the subset)."""
     cdef Value v
@@ -787,7 +828,9 @@ cdef class NumericExpression:
         cdef unordered_map[int64_t, Value].iterator found = self.values.find(term_id)
         if found != self.values.end():
             return deref(found).second
-        v = value_of_term(decoder.decode(term_id))
+        dictionary = decoder.dictionary
+        if type(dictionary) is not TermDictionary or not binary_of_form(<TermDictionary>dictionary, term_id, &v):
+            v = value_of_term(decoder.decode(term_id))
         if self.values.size() >= CACHE_LIMIT:
             self.values.clear()
         self.values[term_id] = v
