@@ -6,10 +6,20 @@
 from libc.stdint cimport int64_t
 
 
-cdef class RowFilter:
-    cdef list expressions     # compiled expressions or closures, tested in order
+cdef class RowView:
+    cdef tuple row            # the row being evaluated (None between rows)
     cdef dict positions       # column of each variable
     cdef object decoder
+    cdef object decoded       # the row's DecodedRow, once something read it as a mapping
+
+    cdef void start(self, tuple row) noexcept
+    cdef void finish(self) noexcept
+    cdef object mapping(self)
+
+
+cdef class RowFilter:
+    cdef list expressions     # compiled expressions or closures, tested in order
+    cdef RowView view
 
     cdef bint passes(self, tuple row) except -1
 
@@ -17,10 +27,10 @@ cdef class RowFilter:
 cdef class RowTerms:
     cdef list modes           # per item: _TERM, _BOUND or _ROW
     cdef list items           # per item: the compiled expression (_TERM), the column or -1 (_BOUND), None
-    cdef dict positions       # column of each variable
-    cdef object decoder
+    cdef RowView view
 
     cdef tuple of(self, tuple row, int64_t* errors)
+    cdef tuple _of(self, tuple row, int64_t* errors)
 
 
 cdef class RowOrderKey:
@@ -28,8 +38,7 @@ cdef class RowOrderKey:
     cdef list expressions     # per condition: its compiled expression (None for a plain variable)
     cdef list descending      # per condition: DESC
     cdef list caches          # per condition: id -> its key part, for a plain variable (else None)
-    cdef dict positions
-    cdef object decoder
+    cdef RowView view
     cdef object order_key     # term (None: unbound or error) -> key (runtime.expressions.order_key)
     cdef tuple unbound        # per condition: the key part of an unbound value or an error
 

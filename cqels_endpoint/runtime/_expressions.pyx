@@ -794,9 +794,12 @@ cdef class NumericExpression:
     cdef list positions           # slot -> column position or None
     cdef unordered_map[int64_t, Value] values  # dictionary id -> value (no term pointers)
     cdef dict results             # (kind, payload) -> term
+    cdef _Frame ids_frame         # the frame of every run_ids
 
     def __init__(self, fallback):
         self.fallback = fallback
+        self.ids_frame = _Frame.__new__(_Frame)
+        self.ids_frame.expression = self
         self.names = []
         self.positions_of = None
         self.positions = []
@@ -859,41 +862,43 @@ cdef class NumericExpression:
             raise ExpressionError
         return self.term(v, row._decoder if v.id != NO_ID else None)
 
-    cdef Value run_ids(self, tuple row, dict positions, decoder):
-        """``run`` on ``DecodedRow(positions, row, decoder)``, without building it."""
-        cdef _Frame frame = _Frame.__new__(_Frame)
-        if positions is not self.positions_of:
-            self.positions = [positions.get(name) for name in self.names]
-            self.positions_of = positions
-        frame.expression = self
-        frame.row = row
-        frame.decoder = decoder
-        return self.root.eval(frame)
+    cdef Value run_ids(self, RowView view):
+        """``run`` on the view's row of ids, without its DecodedRow. One frame serves every such
+        evaluation: an evaluation never re-enters its own expression."""
+        cdef _Frame frame = self.ids_frame
+        cdef Value v
+        if view.positions is not self.positions_of:
+            self.positions = [view.positions.get(name) for name in self.names]
+            self.positions_of = view.positions
+        frame.row = view.row
+        frame.decoder = view.decoder
+        v = self.root.eval(frame)
+        frame.row = frame.decoder = None
+        return v
 
-    cdef object on_ids(self, tuple row, dict positions, decoder, list decoded):
-        """The term ``self(DecodedRow(positions, row, decoder))`` gives, or ``FAILED`` where it
-        raises ``ExpressionError``; the DecodedRow is built (into ``decoded``) only when the fallback runs."""
-        cdef Value v = self.run_ids(row, positions, decoder)
+    cdef object on_ids(self, RowView view):
+        """The term ``self(view.mapping())`` gives, or ``FAILED`` where it raises
+        ``ExpressionError``; the view's DecodedRow is built only when the fallback runs."""
+        cdef Value v = self.run_ids(view)
         if v.kind == K_OTHER:
             try:
-                return self.fallback(_decoded_row(row, positions, decoder, decoded))
+                return self.fallback(view.mapping())
             except ExpressionError:
                 return FAILED
         if v.kind == K_ERROR:
             return FAILED
-        return self.term(v, decoder)
+        return self.term(v, view.decoder)
 
-    cdef bint test_ids(self, tuple row, dict positions, decoder, list decoded) except -1:
-        """``test`` (FILTER semantics) on ``DecodedRow(positions, row, decoder)``, built only when
-        the fallback runs."""
-        cdef Value v = self.run_ids(row, positions, decoder)
+    cdef bint test_ids(self, RowView view) except -1:
+        """``test`` (FILTER semantics) on the view's row; its DecodedRow built only when the fallback runs."""
+        cdef Value v = self.run_ids(view)
         cdef int value
         if v.kind != K_OTHER:
             value = ebv(v)
             if value != -2:
                 return value == 1
         try:
-            return effective_boolean_value(self.fallback(_decoded_row(row, positions, decoder, decoded)))
+            return effective_boolean_value(self.fallback(view.mapping()))
         except ExpressionError:
             return False
 
@@ -1104,20 +1109,34 @@ cdef enum:
     _ROW = 2    # the row itself
 
 
-cdef object _decoded_row(tuple row, dict positions, decoder, list decoded):
-    """The row's DecodedRow, built once per row (kept in ``decoded``) for the closures that read it."""
-    if not decoded:
-        decoded.append(DecodedRow(positions, row, decoder))
-    return decoded[0]
+cdef class RowView:
+    """The row of ids an evaluator reads (one view per evaluator, set for each row), and its
+    DecodedRow, built on first demand for the closures and fallbacks that read a mapping."""
+
+    def __init__(self, dict positions, decoder):
+        self.positions = positions
+        self.decoder = decoder
+
+    cdef void start(self, tuple row) noexcept:
+        self.row = row
+        self.decoded = None
+
+    cdef void finish(self) noexcept:
+        self.row = None
+        self.decoded = None
+
+    cdef object mapping(self):
+        if self.decoded is None:
+            self.decoded = DecodedRow(self.positions, self.row, self.decoder)
+        return self.decoded
 
 
-cdef object _term_on_ids(object expression, tuple row, dict positions, decoder, list decoded):
-    """``expression`` (compiled or an interpreted closure) on a row of ids, ``FAILED`` for an
-    error; ``decoded`` holds the row's DecodedRow once a closure needed one."""
+cdef object _term_on_ids(object expression, RowView view):
+    """``expression`` (compiled or an interpreted closure) on the view's row, ``FAILED`` for an error."""
     if type(expression) is NumericExpression:
-        return (<NumericExpression>expression).on_ids(row, positions, decoder, decoded)
+        return (<NumericExpression>expression).on_ids(view)
     try:
-        return expression(_decoded_row(row, positions, decoder, decoded))
+        return expression(view.mapping())
     except ExpressionError:
         return FAILED
 
@@ -1130,22 +1149,25 @@ cdef class RowFilter:
 
     def __init__(self, list expressions, dict positions, decoder):
         self.expressions = expressions
-        self.positions = positions
-        self.decoder = decoder
+        self.view = RowView(positions, decoder)
 
     cdef bint passes(self, tuple row) except -1:
-        cdef list decoded = []
-        for expression in self.expressions:
-            if type(expression) is NumericExpression:
-                if not (<NumericExpression>expression).test_ids(row, self.positions, self.decoder, decoded):
+        cdef RowView view = self.view
+        view.start(row)
+        try:
+            for expression in self.expressions:
+                if type(expression) is NumericExpression:
+                    if not (<NumericExpression>expression).test_ids(view):
+                        return False
+                    continue
+                try:
+                    if not effective_boolean_value(expression(view.mapping())):
+                        return False
+                except ExpressionError:
                     return False
-                continue
-            try:
-                if not effective_boolean_value(expression(_decoded_row(row, self.positions, self.decoder, decoded))):
-                    return False
-            except ExpressionError:
-                return False
-        return True
+            return True
+        finally:
+            view.finish()
 
     def __call__(self, row):
         return self.passes(row if type(row) is tuple else tuple(row))
@@ -1174,19 +1196,24 @@ cdef class RowTerms:
                 self.items.append(None)
             else:
                 raise ValueError(f"unknown row item mode {mode!r}")
-        self.positions = positions
-        self.decoder = decoder
+        self.view = RowView(positions, decoder)
 
     cdef tuple of(self, tuple row, int64_t* errors):
         """The items on ``row``; ``errors`` counts those that were an error (or unbound)."""
+        self.view.start(row)
+        try:
+            return self._of(row, errors)
+        finally:
+            self.view.finish()
+
+    cdef tuple _of(self, tuple row, int64_t* errors):
         cdef Py_ssize_t i, count = len(self.modes), column
         cdef int mode
-        cdef list decoded = []
         cdef tuple out = PyTuple_New(count)
         for i in range(count):
             mode = <int>self.modes[i]
             if mode == _TERM:
-                value = _term_on_ids(self.items[i], row, self.positions, self.decoder, decoded)
+                value = _term_on_ids(self.items[i], self.view)
                 if value is FAILED:
                     value = None
             elif mode == _BOUND:
@@ -1234,15 +1261,13 @@ cdef class RowOrderKey:
             self.descending.append(bool(descending))
             unbound.append(Descending(order_key(None)) if descending else order_key(None))
         self.unbound = tuple(unbound)
-        self.positions = positions
-        self.decoder = decoder
+        self.view = RowView(positions, decoder)
         self.order_key = order_key
 
     cdef object part(self, Py_ssize_t index, tuple row):
         cdef object cached = self.caches[index]
         cdef dict cache
         cdef Py_ssize_t column
-        cdef list decoded
         if cached is not None:
             cache = <dict>cached
             column = <Py_ssize_t>self.columns[index]
@@ -1255,7 +1280,7 @@ cdef class RowOrderKey:
             if part is not None:
                 return part
             try:
-                part = self.order_key(self.decoder.decode(item))
+                part = self.order_key(self.view.decoder.decode(item))
             except ExpressionError:
                 return self.unbound[index]
             if self.descending[index]:
@@ -1264,8 +1289,7 @@ cdef class RowOrderKey:
                 cache.clear()
             cache[item] = part
             return part
-        decoded = []
-        term = _term_on_ids(self.expressions[index], row, self.positions, self.decoder, decoded)
+        term = _term_on_ids(self.expressions[index], self.view)
         if term is FAILED:
             return self.unbound[index]
         try:
@@ -1278,10 +1302,14 @@ cdef class RowOrderKey:
         """The key of ``row``, with ``lineage`` appended when ``with_lineage`` (the top-k's key)."""
         cdef Py_ssize_t i, count = len(self.caches)
         cdef tuple out = PyTuple_New(count + 1 if with_lineage else count)
-        for i in range(count):
-            part = self.part(i, row)
-            Py_INCREF(part)
-            PyTuple_SET_ITEM(out, i, part)
+        self.view.start(row)
+        try:
+            for i in range(count):
+                part = self.part(i, row)
+                Py_INCREF(part)
+                PyTuple_SET_ITEM(out, i, part)
+        finally:
+            self.view.finish()
         if with_lineage:
             Py_INCREF(lineage)
             PyTuple_SET_ITEM(out, count, lineage)
