@@ -97,6 +97,10 @@ class Order(Operator):
         """The net changes of Γ since the previous call (``Sink.take()``: projected row, count) as
         one ``(row, ±1)`` per occurrence: the rows that entered in their new order, then those that
         left in their previous order — where SPARQL's order puts the first occurrences of each."""
+        if not changes:  # most ticks of a top-k query: nothing to order
+            if self._before:
+                self._before = {}
+            return []
         before, self._before = self._before, {}
         entered: list[tuple] = []
         left: list[tuple] = []

@@ -25,13 +25,13 @@ the result never depends on which path ran. A value passed through unchanged (``
 Computed results become terms through ``runtime.functions.numeric_literal``, memoised by value.
 """
 
-from cpython.ref cimport Py_INCREF, PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cython.operator cimport dereference as deref
 from libc.math cimport floor, ceil, fabs, copysign, isnan, isinf, NAN, INFINITY
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX, INT64_MIN
 from libc.stdlib cimport strtod
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.string cimport memchr, memcmp, memcpy, strlen
 from libcpp.unordered_map cimport unordered_map
 
@@ -657,43 +657,55 @@ cdef class _Coalesce(_Node):
 
 cdef bint read_double(str lexical, double* out):
     """An xsd:double lexical form (runtime.functions.xsd.parse_double's grammar) read by strtod,
-    which rounds correctly as Python's float() does; False when the form is not in the grammar."""
-    cdef Py_ssize_t n = len(lexical), i = 0, digits = 0
-    if lexical in ("INF", "+INF"):
+    which rounds correctly as Python's float() does; False when the form is not in the grammar
+    (which is ASCII)."""
+    cdef Py_ssize_t n
+    if not lexical.isascii():
+        return False
+    cdef const char* chars = PyUnicode_AsUTF8AndSize(lexical, &n)
+    return read_double_chars(chars, n, out)
+
+
+cdef bint read_double_chars(const char* s, Py_ssize_t n, double* out) noexcept:
+    """``read_double`` on the form's UTF-8 bytes (a byte outside ASCII is outside the grammar)."""
+    cdef Py_ssize_t i = 0, digits = 0
+    cdef char buffer[65]
+    if (n == 3 and memcmp(s, b"INF", 3) == 0) or (n == 4 and memcmp(s, b"+INF", 4) == 0):
         out[0] = INFINITY
         return True
-    if lexical == "-INF":
+    if n == 4 and memcmp(s, b"-INF", 4) == 0:
         out[0] = -INFINITY
         return True
-    if lexical == "NaN":
+    if n == 3 and memcmp(s, b"NaN", 3) == 0:
         out[0] = NAN
         return True
     if n == 0 or n > 64:
         return False
-    if lexical[0] == u'+' or lexical[0] == u'-':
+    if s[0] == c'+' or s[0] == c'-':
         i = 1
-    while i < n and u'0' <= lexical[i] <= u'9':
+    while i < n and c'0' <= s[i] <= c'9':
         i += 1
         digits += 1
-    if i < n and lexical[i] == u'.':
+    if i < n and s[i] == c'.':
         i += 1
-        while i < n and u'0' <= lexical[i] <= u'9':
+        while i < n and c'0' <= s[i] <= c'9':
             i += 1
             digits += 1
     if digits == 0:
         return False
-    if i < n and (lexical[i] == u'e' or lexical[i] == u'E'):
+    if i < n and (s[i] == c'e' or s[i] == c'E'):
         i += 1
-        if i < n and (lexical[i] == u'+' or lexical[i] == u'-'):
+        if i < n and (s[i] == c'+' or s[i] == c'-'):
             i += 1
         if i == n:
             return False
-        while i < n and u'0' <= lexical[i] <= u'9':
+        while i < n and c'0' <= s[i] <= c'9':
             i += 1
     if i != n:
         return False
-    cdef bytes ascii = lexical.encode("ascii")
-    out[0] = strtod(ascii, NULL)
+    memcpy(buffer, s, n)
+    buffer[n] = 0
+    out[0] = strtod(buffer, NULL)
     return True
 
 
@@ -728,7 +740,7 @@ cdef bint binary_of_form(TermDictionary dictionary, int64_t term_id, Value* out)
     end = n - suffix
     if memchr(form + 1, c'\\', end - 1) != NULL:
         return False
-    if not read_double(PyUnicode_DecodeUTF8(form + 1, end - 1, NULL), &d):
+    if not read_double_chars(form + 1, end - 1, &d):
         out[0] = make(K_OTHER)
     else:
         out[0] = make_double(kind, d)
@@ -785,6 +797,16 @@ cdef Value decimal_value(value):
     return make_dec(-unscaled if sign else unscaled, scale)
 
 
+ctypedef unordered_map[uint64_t, PyObject*] TermMemo
+
+
+cdef void _forget_terms(TermMemo* memo) noexcept:
+    """Empties a memo of terms, releasing its references."""
+    for item in memo[0]:
+        Py_XDECREF(item.second)
+    memo.clear()
+
+
 cdef class NumericExpression:
     """A compiled expression (see the module docstring): ``expression(row) -> term``."""
     cdef _Node root
@@ -793,7 +815,11 @@ cdef class NumericExpression:
     cdef object positions_of      # the positions dict the slots were resolved for
     cdef list positions           # slot -> column position or None
     cdef unordered_map[int64_t, Value] values  # dictionary id -> value (no term pointers)
-    cdef dict results             # (kind, payload) -> term
+    # The terms of computed results, by value (each map holds a reference to its terms).
+    cdef TermMemo integer_terms   # int64 value -> term
+    cdef TermMemo float_terms     # bits of the double -> term
+    cdef TermMemo double_terms
+    cdef dict decimal_terms       # (unscaled, scale) -> term
     cdef _Frame ids_frame         # the frame of every run_ids
 
     def __init__(self, fallback):
@@ -803,7 +829,12 @@ cdef class NumericExpression:
         self.names = []
         self.positions_of = None
         self.positions = []
-        self.results = {}
+        self.decimal_terms = {}
+
+    def __dealloc__(self):
+        _forget_terms(&self.integer_terms)
+        _forget_terms(&self.float_terms)
+        _forget_terms(&self.double_terms)
 
     cdef int slot(self, name):
         if name in self.names:
@@ -927,22 +958,32 @@ cdef class NumericExpression:
         if v.kind == K_BOOL:
             return TRUE if v.i else FALSE
         cdef uint64_t bits
-        if v.kind == K_INT or v.kind == K_DEC:
-            key = (v.kind, v.i, v.scale)
-        else:
-            memcpy(&bits, &v.d, sizeof(double))
-            key = (v.kind, bits)
-        term = self.results.get(key)
-        if term is None:
-            if v.kind == K_INT:
-                term = numeric_literal(0, v.i)
-            elif v.kind == K_DEC:
+        cdef TermMemo* memo
+        cdef TermMemo.iterator found
+        if v.kind == K_DEC:
+            key = (v.i, v.scale)
+            term = self.decimal_terms.get(key)
+            if term is None:
                 term = numeric_literal(1, Decimal(v.i).scaleb(-v.scale))
-            else:
-                term = numeric_literal(RANK_OF[v.kind], v.d)
-            if len(self.results) >= CACHE_LIMIT:
-                self.results.clear()
-            self.results[key] = term
+                if len(self.decimal_terms) >= CACHE_LIMIT:
+                    self.decimal_terms.clear()
+                self.decimal_terms[key] = term
+            return term
+        # Integers, floats and doubles: C++ maps from the value's 64 bits (a float is a rounded double).
+        if v.kind == K_INT:
+            memo = &self.integer_terms
+            bits = <uint64_t>v.i
+        else:
+            memo = &self.float_terms if v.kind == K_FLT else &self.double_terms
+            memcpy(&bits, &v.d, sizeof(double))
+        found = memo.find(bits)
+        if found != memo.end():
+            return <object>deref(found).second
+        term = numeric_literal(0, v.i) if v.kind == K_INT else numeric_literal(RANK_OF[v.kind], v.d)
+        if memo.size() >= CACHE_LIMIT:
+            _forget_terms(memo)
+        Py_INCREF(term)
+        memo[0][bits] = <PyObject*>term
         return term
 
 
