@@ -16,13 +16,18 @@ oracle (tests/runtime/test_compiled_expressions.py).
 Values are C structs: xsd:integer as int64, xsd:decimal as an unscaled int64 with a scale,
 xsd:float/xsd:double as a C double (a float rounded to single precision after each operation, as
 ``runtime.functions`` does), booleans, and an error. Inline ids (``runtime.encoding``) are read
-without the dictionary; a dictionary id is decoded once and its value cached by id (serial numbers
-are never reused). Whenever a value or an operation leaves what machine arithmetic does exactly —
+without the dictionary; a dictionary id is read once and its value cached by id (serial numbers
+are never reused): an xsd:double or xsd:float from the form the compiled dictionary stores, any
+other term decoded. Whenever a value or an operation leaves what machine arithmetic does exactly —
 a string, a date, an ill-typed literal, an integer overflow, a decimal division, a decimal too wide
 for a double — the evaluation stops and the whole expression is handed to ``fallback`` for that row:
 the result never depends on which path ran. A value passed through unchanged (``?x``,
 ``IF(…, ?x, …)``, ``COALESCE(?x, …)``) is returned as the original term, not a rewritten one.
 Computed results become terms through ``runtime.functions.numeric_literal``, memoised by value.
+
+The row evaluators at the end (``RowFilter``, ``RowTerms``, ``RowOrderKey``) run FILTERs, GROUP BY
+keys and aggregate arguments, and ORDER BY keys on a compiled operator's rows of ids; their twins
+are the same expressions on the rows' ``DecodedRow`` (tests/runtime/test_compiled_expressions.py).
 """
 
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
