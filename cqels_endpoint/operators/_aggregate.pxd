@@ -6,6 +6,7 @@ from libcpp.vector cimport vector
 
 from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._rowrecords cimport RowRecords
+from cqels_endpoint.runtime._expressions cimport RowTerms
 
 
 cdef class _Aggregate:
@@ -105,22 +106,26 @@ cdef class _Bag(_Aggregate):
 
 cdef class _Group:
     cdef tuple key
+    cdef tuple key_ids                # the ids of the named key terms (one reference each, held from the first emission), or None
     cdef int64_t rows                 # live input rows
     cdef list aggregates              # one _Aggregate per spec
     cdef bint changed                 # listed in the tick's changed groups
-    cdef tuple results                # the aggregate terms last emitted (None: nothing emitted)
+    cdef tuple results                # the aggregate terms last emitted (COUNT totals when counting; None: nothing emitted)
     cdef tuple row                    # the row of ids last emitted
     cdef tuple lineage
 
 
 cdef class _GroupCore:
-    cdef object evaluate              # the operator's _evaluate: row → (key, arguments)
+    cdef RowTerms keys_of             # row of ids → the key (shared._evaluate's, its twin)
+    cdef RowTerms arguments_of        # row of ids → the arguments, a bound test where only that counts
+    cdef readonly int64_t errors      # arguments that were an error (the counters' ``errors``)
     cdef object encode                # the dictionary's encode
     cdef object dictionary
     cdef dict groups                  # key → _Group
     cdef RowRecords* leaf_rows        # rows whose lineage is one leaf: leaf → _Group, handles
     cdef dict rows                    # other rows: input lineage → (_Group, the handles its arguments got)
-    cdef bint counting                # every aggregate a plain COUNT: handles are bits, not objects
+    cdef bint counting                # every aggregate a plain COUNT: handles are bits, results the totals
+    cdef dict count_ids               # COUNT total -> its inline id
     cdef list changed                 # groups changed this tick, in order
     cdef vector[int] kinds            # per aggregate: its kind (_COUNT …)
     cdef vector[char] distinct
@@ -139,7 +144,9 @@ cdef class _GroupCore:
     cdef int _keep(self, object lineage, _Group group, list handles) except -1
     cdef tuple _take(self, object lineage)
     cdef list on_tick_end(self)
+    cdef object _count_id(self, int64_t total)
     cdef int _release(self, tuple row) except -1
+    cdef int _forget(self, _Group group, list out) except -1
     cdef int close(self) except -1
 
 

@@ -1,9 +1,13 @@
 # distutils: language = c++
 """Compiled incremental GROUP BY / aggregates (algebra ``Group``): one output per changed group per
 tick, each aggregate kept up to date in O(1) or O(log n) per delta. The contract (emission,
-lineages, dictionary references) is stated in ``shared.aggregate``, which also evaluates a row's key
-and arguments; the per-tick loop and the groups are here, in :class:`_GroupCore`, behind a ``Node`` (``_base``):
-batches come in through C, each row read as the tuple the key's expressions take. The twin
+lineages, dictionary references) is stated in ``shared.aggregate``, whose ``_evaluate`` (the twin's)
+gives a row's key and arguments; here ``runtime._expressions.RowTerms`` computes the same on the
+row's ids, without a ``DecodedRow``, and reads a plain ``COUNT(?v)``'s argument as a bound test. A
+group encodes its key terms once, at its first emission, and holds a reference to each id, so that
+its rows take references instead of encoding the keys again. The per-tick loop and the groups
+are here, in :class:`_GroupCore`, behind a ``Node`` (``_base``): batches come in through C, each
+row read as a tuple of ids. The twin
 (``reference/aggregate.py``) recomputes each changed group from its members instead; the results
 are those of ``runtime.aggregates`` on both sides.
 
@@ -79,6 +83,8 @@ _KINDS = {
 # Bucket sizes of the ordered bags: a bucket over _MAX_BUCKET entries is split in two halves, one
 # under _MIN_BUCKET is merged into a neighbour (and the result split again if too long).
 cdef Py_ssize_t _MAX_BUCKET = 256
+# The most COUNT totals whose inline ids a group core keeps.
+cdef Py_ssize_t _COUNT_IDS = 1 << 16
 cdef Py_ssize_t _MIN_BUCKET = 32
 
 
@@ -594,7 +600,18 @@ cdef class _Group:
 
 cdef class _GroupCore:
     def __init__(self, owner):
-        self.evaluate = owner._evaluate
+        # Keys and arguments as owner._evaluate (the twin's) gives them. A plain COUNT's argument
+        # only counts when bound: a plain variable's is read as a bound test, not decoded.
+        self.keys_of = RowTerms([("term", compute) for compute in owner._keys], owner._positions, owner._decoder)
+        arguments = []
+        for spec in owner._specs:
+            if spec.star:
+                arguments.append(("row", None))
+            elif spec.name == "COUNT" and not spec.distinct and spec.variable is not None:
+                arguments.append(("bound", spec.variable))
+            else:
+                arguments.append(("term", spec.argument))
+        self.arguments_of = RowTerms(arguments, owner._positions, owner._decoder)
         self.dictionary = owner._dictionary
         self.encode = self.dictionary.encode
         for spec in owner._specs:
@@ -604,6 +621,7 @@ cdef class _GroupCore:
         self.named = list(owner._named)
         self.groups = {}
         self.rows = {}
+        self.count_ids = {}
         self.counting = self.kinds.size() <= 8 * sizeof(uintptr_t)
         for i in range(self.kinds.size()):
             if self.kinds[i] != _COUNT or self.distinct[i]:
@@ -673,8 +691,10 @@ cdef class _GroupCore:
         cdef _Group group
         cdef Py_ssize_t i, count = self.kinds.size()
         cdef dict groups = self.groups
+        cdef int64_t key_errors = 0
         if sign > 0:
-            key, arguments = self.evaluate(row)
+            key = self.keys_of.of(row, &key_errors)  # an error makes a key component unbound, not an error
+            arguments = self.arguments_of.of(row, &self.errors)
             group = groups.get(key)
             if group is None:
                 group = groups[key] = self._new_group(key)
@@ -743,6 +763,7 @@ cdef class _GroupCore:
         cdef _Group group
         cdef _Aggregate aggregate
         encode = self.encode
+        incref = self.dictionary.incref
         # Release what left two ticks ago: the last tick's -1 rows may still be decoded.
         self.dictionary.decref_many(self.releasing)
         self.releasing = []
@@ -750,18 +771,27 @@ cdef class _GroupCore:
             group.changed = False
             if group.rows == 0 and group is not self.implicit:
                 del self.groups[group.key]
-                if group.row is not None:
-                    out.append(_new_tuple(Delta, (group.row, -1, group.lineage)))
-                    self._release(group.row)
-                    group.row = None
-                    self.emitted -= 1
+                self._forget(group, out)
                 continue
-            terms = [aggregate.result() for aggregate in group.aggregates]
-            results = tuple(terms)
+            if self.counting:
+                # Plain COUNTs: the totals stand for their terms, and their ids are inline ones, kept.
+                results = tuple([(<_Count>aggregate).total for aggregate in group.aggregates])
+            else:
+                terms = [aggregate.result() for aggregate in group.aggregates]
+                results = tuple(terms)
             if group.row is not None and group.results == results:
-                continue  # the same terms, hence the same row: nothing to emit
-            terms[:0] = [group.key[position] for position in self.named]
-            row = tuple([None if term is None else encode(term) for term in terms])
+                continue  # the same results, hence the same row: nothing to emit
+            if group.key_ids is None:
+                # Encoded once per group: its rows take a reference to each key id, not a new encoding.
+                group.key_ids = tuple([None if term is None else encode(term) for term in
+                                       [group.key[position] for position in self.named]])
+            for term_id in group.key_ids:
+                if term_id is not None:
+                    incref(term_id)
+            if self.counting:
+                row = group.key_ids + tuple([self._count_id(total) for total in results])
+            else:
+                row = group.key_ids + tuple([None if term is None else encode(term) for term in terms])
             if group.row is None:
                 self.serial += 1
                 group.lineage = (self.serial,)
@@ -776,10 +806,35 @@ cdef class _GroupCore:
         self.releasing, self.to_release = self.to_release, []
         return out
 
+    cdef object _count_id(self, int64_t total):
+        """The id of the integer ``total`` (COUNT's result), encoded once while it is inline."""
+        term_id = self.count_ids.get(total)
+        if term_id is None:
+            term_id = self.encode(integer_literal(total))
+            if term_id >= 0:
+                return term_id  # a dictionary id: each row holds its own reference
+            if len(self.count_ids) >= _COUNT_IDS:
+                self.count_ids.clear()
+            self.count_ids[total] = term_id
+        return term_id
+
     cdef int _release(self, tuple row) except -1:
         for term_id in row:
             if term_id is not None:
                 self.to_release.append(term_id)
+        return 0
+
+    cdef int _forget(self, _Group group, list out) except -1:
+        """A group whose last row left: its row retracted into ``out``, its ids (the row's and the
+        group's key ids) released when the next tick punctuates."""
+        if group.row is not None:
+            out.append(_new_tuple(Delta, (group.row, -1, group.lineage)))
+            self._release(group.row)
+            group.row = None
+            self.emitted -= 1
+        if group.key_ids is not None:
+            self._release(group.key_ids)
+            group.key_ids = None
         return 0
 
     cdef int close(self) except -1:
@@ -790,6 +845,9 @@ cdef class _GroupCore:
             if group.row is not None:
                 self.dictionary.decref_many([term_id for term_id in group.row if term_id is not None])
                 group.row = None
+            if group.key_ids is not None:
+                self.dictionary.decref_many([term_id for term_id in group.key_ids if term_id is not None])
+                group.key_ids = None
         self.releasing, self.to_release, self.emitted = [], [], 0
         return 0
 
@@ -832,4 +890,6 @@ class GroupAggregate(_GroupNode, GroupAggregateBase):
         return (<_GroupCore>self._core).emitted
 
     def counters(self):
-        return {**GroupAggregateBase.counters(self), "live_rows": (<_GroupCore>self._core).live_rows()}
+        # The core evaluates the arguments (shared._evaluate is the twin's), so it counts their errors.
+        core = <_GroupCore>self._core
+        return {**GroupAggregateBase.counters(self), "errors": core.errors, "live_rows": core.live_rows()}

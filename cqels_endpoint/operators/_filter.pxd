@@ -5,6 +5,7 @@ from libc.stdint cimport int64_t, uint32_t
 
 from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._idkeys cimport Ids, Table
+from cqels_endpoint.runtime._expressions cimport RowFilter
 
 
 cdef struct Passed:                  # the lineage of a row that passed
@@ -13,9 +14,8 @@ cdef struct Passed:                  # the lineage of a row that passed
 
 
 cdef class _FilterNode(Node):
-    cdef object passes                # row mapping → bool (runtime.expressions.compile_filter)
-    cdef object positions             # variable → column, for DecodedRow
-    cdef object decoder
+    cdef object passes                # row of ids → bool (runtime.expressions.compile_row_filter)
+    cdef RowFilter row_filter         # passes when compiled (tested in C), else None
     cdef Table[Passed] passed
     cdef Ids probe
     cdef Batch out

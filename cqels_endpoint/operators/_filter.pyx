@@ -1,9 +1,10 @@
 # distutils: language = c++
 """Compiled FILTER: the twin of ``filter.py`` (read it for the semantics), a ``Node`` (``_base``).
 
-The expressions are the ones ``runtime.expressions.compile_filter`` gives both sides (compiled
-numeric expressions, or their closures); what is compiled here is the push around them: rows come
-in a batch, each one entering is read through a ``DecodedRow`` of its ids, the lineages of the rows
+The expressions are the ones ``runtime.expressions.compile_filter`` gives the twin (compiled
+numeric expressions, or their closures), tested here by ``compile_row_filter``'s ``RowFilter`` on
+each entering row's ids (a ``DecodedRow`` only for what leaves the compiled subset); the push
+around them is compiled too: rows come in a batch, the lineages of the rows
 that passed are a C++ table (a retraction is one lookup), and the rows that pass are copied into
 the output batch without a Python object per delta.
 """
@@ -12,17 +13,16 @@ from libc.stdint cimport int64_t
 
 from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._idkeys cimport hash_key
+from cqels_endpoint.runtime._expressions cimport RowFilter
 
 from cqels_endpoint.operators.base import Operator
-from cqels_endpoint.runtime.decoding import DecodedRow
-from cqels_endpoint.runtime.expressions import compile_filter
+from cqels_endpoint.runtime.expressions import compile_row_filter
 
 
 cdef class _FilterNode(Node):
-    def _setup(self, passes, positions, decoder, Py_ssize_t width):
+    def _setup(self, passes, Py_ssize_t width):
         self.passes = passes
-        self.positions = positions
-        self.decoder = decoder
+        self.row_filter = passes if isinstance(passes, RowFilter) else None
         self.out = Batch(width)
 
     def live(self):
@@ -42,7 +42,7 @@ cdef class _FilterNode(Node):
                 self.probe.push_back(lineage[k])
             hash_key(self.probe)
             if batch.signs[i] > 0:
-                if self.passes(DecodedRow(self.positions, batch.row_tuple(i), self.decoder)):
+                if self.row_filter.passes(batch.row_tuple(i)) if self.row_filter is not None else self.passes(batch.row_tuple(i)):
                     if self.passed.find(self.probe) == NULL:
                         self.passed.add(self.probe)
                     self.out.add(batch.row(i), 1, lineage, batch.lineage_size(i))
@@ -63,7 +63,7 @@ class Filter(_FilterNode, Operator):
     def __init__(self, schema, expressions, decoder, label="", **context):
         Operator.__init__(self, tuple(schema), label or "filter")
         positions = {name: position for position, name in enumerate(self.schema)}
-        self._setup(compile_filter(tuple(expressions), **context), positions, decoder, len(self.schema))
+        self._setup(compile_row_filter(tuple(expressions), positions, decoder, **context), len(self.schema))
 
     def counters(self):
         return {**Operator.counters(self), "rejected": self.rejected, "live": self.live()}

@@ -8,6 +8,7 @@ from libcpp.vector cimport vector
 from cqels_endpoint.operators._base cimport Batch, Node
 
 from cqels_endpoint.operators._idkeys cimport Ids, Table
+from cqels_endpoint.runtime._expressions cimport RowOrderKey
 
 cdef extern from *:
     """
@@ -67,6 +68,7 @@ cdef extern from *:
 
 cdef class _TopRows:
     cdef object key_of                # row -> order key (ORDER BY conditions, then the tie-break)
+    cdef RowOrderKey row_key          # key_of when compiled (its key with the lineage in one C call), else None
     cdef Table[TopEntry] entries      # by lineage: live, or shown / touched this tick
     cdef TopSet order                 # the live entries, sorted
     cdef TopSet.iterator first        # the entry at position m (the slice's first), or end

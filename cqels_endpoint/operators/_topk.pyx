@@ -6,7 +6,8 @@ O(log n) order-key comparisons and a tick O(c log c) for its c changed rows, wha
 and the slice sizes.
 
 Every input row is kept, by lineage (an ``_idkeys.Table``), with its order key computed
-once when it arrives (``TopKBase._key``, then the lineage: a Python tuple, compared in Python) and
+once when it arrives (``TopKBase._key``, a ``RowOrderKey`` that keeps each id's key part, then the
+lineage: a Python tuple, compared in Python) and
 its node in a ``std::set`` ordered by that key. Two iterators mark the slice ``[m, m + k)`` of
 ``ORDER BY … LIMIT k OFFSET m``: ``first`` at position m and ``last`` at m + k - 1. An insertion or
 a removal before one of them moves it by one step, and the one row that crosses the edge enters
@@ -33,6 +34,7 @@ from libc.stdint cimport int64_t
 
 from cqels_endpoint.operators._base cimport Batch, Node
 from cqels_endpoint.operators._idkeys cimport as_delta, lineage_key
+from cqels_endpoint.runtime._expressions cimport RowOrderKey
 
 from operator import itemgetter
 
@@ -51,6 +53,7 @@ cdef inline object _lineage_of(object key):
 cdef class _TopRows:
     def __init__(self, key_of, Py_ssize_t offset, limit):
         self.key_of = key_of
+        self.row_key = key_of if isinstance(key_of, RowOrderKey) else None
         self.offset = offset
         self.stop = -1 if limit is None else offset + limit
         self.empty = limit == 0
@@ -88,7 +91,10 @@ cdef class _TopRows:
         cdef TopEntry* entry
         cdef size_t size = self.order.size()
         cdef bint first_was_set = False, before_first = False, last_was_set = False, behind = False, fresh = False
-        key = tuple(self.key_of(row)) + (lineage,)
+        if self.row_key is not None:
+            key = self.row_key.key_of(row if type(row) is tuple else tuple(row), lineage, True)
+        else:
+            key = tuple(self.key_of(row)) + (lineage,)
         lineage_key(lineage, self.probe)
         entry = self.entries.find(self.probe)
         if entry != NULL and entry.live:

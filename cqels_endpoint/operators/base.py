@@ -211,6 +211,8 @@ class Sink(Operator):
 
     def take(self) -> list[tuple[Row, int]]:
         """The net (row, signed multiplicity) changes of Γ since the previous call."""
+        if not self._pending:
+            return []
         changes = list(self._pending.items())
         self._pending = Counter()
         return changes

@@ -24,8 +24,8 @@ from typing import Any
 from cqels_endpoint.algebra.ties import tie_break
 from cqels_endpoint.operators.base import Delta, Operator
 from cqels_endpoint.query import ast
-from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
-from cqels_endpoint.runtime.expressions import compile_order_key
+from cqels_endpoint.runtime.decoding import TermDecoder
+from cqels_endpoint.runtime.expressions import compile_row_order_key
 from cqels_endpoint.terms import Var
 
 
@@ -38,8 +38,7 @@ def row_order_key(
 ) -> Callable[[tuple], tuple]:
     """``row of ids -> key``: the ORDER BY conditions, then the tie-break columns ascending."""
     positions = {name: position for position, name in enumerate(schema)}
-    key = compile_order_key((*conditions, *tie_break(tuple(Var(name) for name in ties))), **context)
-    return lambda row: key(DecodedRow(positions, row, decoder))
+    return compile_row_order_key((*conditions, *tie_break(tuple(Var(name) for name in ties))), positions, decoder, **context)
 
 
 class Order(Operator):
@@ -98,6 +97,10 @@ class Order(Operator):
         """The net changes of Γ since the previous call (``Sink.take()``: projected row, count) as
         one ``(row, ±1)`` per occurrence: the rows that entered in their new order, then those that
         left in their previous order — where SPARQL's order puts the first occurrences of each."""
+        if not changes:  # most ticks of a top-k query: nothing to order
+            if self._before:
+                self._before = {}
+            return []
         before, self._before = self._before, {}
         entered: list[tuple] = []
         left: list[tuple] = []

@@ -16,22 +16,31 @@ oracle (tests/runtime/test_compiled_expressions.py).
 Values are C structs: xsd:integer as int64, xsd:decimal as an unscaled int64 with a scale,
 xsd:float/xsd:double as a C double (a float rounded to single precision after each operation, as
 ``runtime.functions`` does), booleans, and an error. Inline ids (``runtime.encoding``) are read
-without the dictionary; a dictionary id is decoded once and its value cached by id (serial numbers
-are never reused). Whenever a value or an operation leaves what machine arithmetic does exactly —
+without the dictionary; a dictionary id is read once and its value cached by id (serial numbers
+are never reused): an xsd:double or xsd:float from the form the compiled dictionary stores, any
+other term decoded. Whenever a value or an operation leaves what machine arithmetic does exactly —
 a string, a date, an ill-typed literal, an integer overflow, a decimal division, a decimal too wide
 for a double — the evaluation stops and the whole expression is handed to ``fallback`` for that row:
 the result never depends on which path ran. A value passed through unchanged (``?x``,
 ``IF(…, ?x, …)``, ``COALESCE(?x, …)``) is returned as the original term, not a rewritten one.
 Computed results become terms through ``runtime.functions.numeric_literal``, memoised by value.
+
+The row evaluators at the end (``RowFilter``, ``RowTerms``, ``RowOrderKey``) run FILTERs, GROUP BY
+keys and aggregate arguments, and ORDER BY keys on a compiled operator's rows of ids; their twins
+are the same expressions on the rows' ``DecodedRow`` (tests/runtime/test_compiled_expressions.py).
 """
 
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cython.operator cimport dereference as deref
 from libc.math cimport floor, ceil, fabs, copysign, isnan, isinf, NAN, INFINITY
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX, INT64_MIN
 from libc.stdlib cimport strtod
-from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.string cimport memchr, memcmp, memcpy, strlen
 from libcpp.unordered_map cimport unordered_map
+
+from cqels_endpoint.runtime._dictionary cimport Entry, TermDictionary
 
 from decimal import Decimal
 
@@ -93,6 +102,8 @@ DEF ID_BLANK_NODE = 1
 DEF ID_LITERAL = 2
 
 cdef int64_t NO_ID = INT64_MIN
+# What NumericExpression.on_ids returns for an error.
+cdef object FAILED = object()
 cdef int64_t[19] POW10
 POW10[0] = 1
 for _i in range(1, 19):
@@ -651,43 +662,93 @@ cdef class _Coalesce(_Node):
 
 cdef bint read_double(str lexical, double* out):
     """An xsd:double lexical form (runtime.functions.xsd.parse_double's grammar) read by strtod,
-    which rounds correctly as Python's float() does; False when the form is not in the grammar."""
-    cdef Py_ssize_t n = len(lexical), i = 0, digits = 0
-    if lexical in ("INF", "+INF"):
+    which rounds correctly as Python's float() does; False when the form is not in the grammar
+    (which is ASCII)."""
+    cdef Py_ssize_t n
+    if not lexical.isascii():
+        return False
+    cdef const char* chars = PyUnicode_AsUTF8AndSize(lexical, &n)
+    return read_double_chars(chars, n, out)
+
+
+cdef bint read_double_chars(const char* s, Py_ssize_t n, double* out) noexcept:
+    """``read_double`` on the form's UTF-8 bytes (a byte outside ASCII is outside the grammar)."""
+    cdef Py_ssize_t i = 0, digits = 0
+    cdef char buffer[65]
+    if (n == 3 and memcmp(s, b"INF", 3) == 0) or (n == 4 and memcmp(s, b"+INF", 4) == 0):
         out[0] = INFINITY
         return True
-    if lexical == "-INF":
+    if n == 4 and memcmp(s, b"-INF", 4) == 0:
         out[0] = -INFINITY
         return True
-    if lexical == "NaN":
+    if n == 3 and memcmp(s, b"NaN", 3) == 0:
         out[0] = NAN
         return True
     if n == 0 or n > 64:
         return False
-    if lexical[0] == u'+' or lexical[0] == u'-':
+    if s[0] == c'+' or s[0] == c'-':
         i = 1
-    while i < n and u'0' <= lexical[i] <= u'9':
+    while i < n and c'0' <= s[i] <= c'9':
         i += 1
         digits += 1
-    if i < n and lexical[i] == u'.':
+    if i < n and s[i] == c'.':
         i += 1
-        while i < n and u'0' <= lexical[i] <= u'9':
+        while i < n and c'0' <= s[i] <= c'9':
             i += 1
             digits += 1
     if digits == 0:
         return False
-    if i < n and (lexical[i] == u'e' or lexical[i] == u'E'):
+    if i < n and (s[i] == c'e' or s[i] == c'E'):
         i += 1
-        if i < n and (lexical[i] == u'+' or lexical[i] == u'-'):
+        if i < n and (s[i] == c'+' or s[i] == c'-'):
             i += 1
         if i == n:
             return False
-        while i < n and u'0' <= lexical[i] <= u'9':
+        while i < n and c'0' <= s[i] <= c'9':
             i += 1
     if i != n:
         return False
-    cdef bytes ascii = lexical.encode("ascii")
-    out[0] = strtod(ascii, NULL)
+    memcpy(buffer, s, n)
+    buffer[n] = 0
+    out[0] = strtod(buffer, NULL)
+    return True
+
+
+cdef const char* DOUBLE_SUFFIX = b'"^^<http://www.w3.org/2001/XMLSchema#double>'
+cdef const char* FLOAT_SUFFIX = b'"^^<http://www.w3.org/2001/XMLSchema#float>'
+
+
+cdef bint binary_of_form(TermDictionary dictionary, int64_t term_id, Value* out) except -1:
+    """The value ``value_of_term`` gives a dictionary xsd:double or xsd:float literal, read from
+    its stored form (``"lexical"^^<datatype>``) without building the term; False for any other
+    term (or a lexical form with an escape), which is then decoded."""
+    cdef Entry* entry = dictionary._entry(term_id)
+    cdef const char* form
+    cdef Py_ssize_t n, end, suffix
+    cdef int kind
+    cdef double d
+    if entry == NULL:
+        return False
+    form = (<const char*>entry) + sizeof(Entry)
+    n = entry.length
+    if n < 2 or form[0] != c'"':
+        return False
+    suffix = strlen(DOUBLE_SUFFIX)
+    if n > suffix and memcmp(form + n - suffix, DOUBLE_SUFFIX, suffix) == 0:
+        kind = K_DBL
+    else:
+        suffix = strlen(FLOAT_SUFFIX)
+        if n > suffix and memcmp(form + n - suffix, FLOAT_SUFFIX, suffix) == 0:
+            kind = K_FLT
+        else:
+            return False
+    end = n - suffix
+    if memchr(form + 1, c'\\', end - 1) != NULL:
+        return False
+    if not read_double_chars(form + 1, end - 1, &d):
+        out[0] = make(K_OTHER)
+    else:
+        out[0] = make_double(kind, d)
     return True
 
 
@@ -741,6 +802,16 @@ cdef Value decimal_value(value):
     return make_dec(-unscaled if sign else unscaled, scale)
 
 
+ctypedef unordered_map[uint64_t, PyObject*] TermMemo
+
+
+cdef void _forget_terms(TermMemo* memo) noexcept:
+    """Empties a memo of terms, releasing its references."""
+    for item in memo[0]:
+        Py_XDECREF(item.second)
+    memo.clear()
+
+
 cdef class NumericExpression:
     """A compiled expression (see the module docstring): ``expression(row) -> term``."""
     cdef _Node root
@@ -749,14 +820,26 @@ cdef class NumericExpression:
     cdef object positions_of      # the positions dict the slots were resolved for
     cdef list positions           # slot -> column position or None
     cdef unordered_map[int64_t, Value] values  # dictionary id -> value (no term pointers)
-    cdef dict results             # (kind, payload) -> term
+    # The terms of computed results, by value (each map holds a reference to its terms).
+    cdef TermMemo integer_terms   # int64 value -> term
+    cdef TermMemo float_terms     # bits of the double -> term
+    cdef TermMemo double_terms
+    cdef dict decimal_terms       # (unscaled, scale) -> term
+    cdef _Frame ids_frame         # the frame of every run_ids
 
     def __init__(self, fallback):
         self.fallback = fallback
+        self.ids_frame = _Frame.__new__(_Frame)
+        self.ids_frame.expression = self
         self.names = []
         self.positions_of = None
         self.positions = []
-        self.results = {}
+        self.decimal_terms = {}
+
+    def __dealloc__(self):
+        _forget_terms(&self.integer_terms)
+        _forget_terms(&self.float_terms)
+        _forget_terms(&self.double_terms)
 
     cdef int slot(self, name):
         if name in self.names:
@@ -784,7 +867,9 @@ cdef class NumericExpression:
         cdef unordered_map[int64_t, Value].iterator found = self.values.find(term_id)
         if found != self.values.end():
             return deref(found).second
-        v = value_of_term(decoder.decode(term_id))
+        dictionary = decoder.dictionary
+        if type(dictionary) is not TermDictionary or not binary_of_form(<TermDictionary>dictionary, term_id, &v):
+            v = value_of_term(decoder.decode(term_id))
         if self.values.size() >= CACHE_LIMIT:
             self.values.clear()
         self.values[term_id] = v
@@ -811,7 +896,47 @@ cdef class NumericExpression:
             return self.fallback(row)
         if v.kind == K_ERROR:
             raise ExpressionError
-        return self.term(v, row)
+        return self.term(v, row._decoder if v.id != NO_ID else None)
+
+    cdef Value run_ids(self, RowView view):
+        """``run`` on the view's row of ids, without its DecodedRow. One frame serves every such
+        evaluation: an evaluation never re-enters its own expression."""
+        cdef _Frame frame = self.ids_frame
+        cdef Value v
+        if view.positions is not self.positions_of:
+            self.positions = [view.positions.get(name) for name in self.names]
+            self.positions_of = view.positions
+        frame.row = view.row
+        frame.decoder = view.decoder
+        v = self.root.eval(frame)
+        frame.row = frame.decoder = None
+        return v
+
+    cdef object on_ids(self, RowView view):
+        """The term ``self(view.mapping())`` gives, or ``FAILED`` where it raises
+        ``ExpressionError``; the view's DecodedRow is built only when the fallback runs."""
+        cdef Value v = self.run_ids(view)
+        if v.kind == K_OTHER:
+            try:
+                return self.fallback(view.mapping())
+            except ExpressionError:
+                return FAILED
+        if v.kind == K_ERROR:
+            return FAILED
+        return self.term(v, view.decoder)
+
+    cdef bint test_ids(self, RowView view) except -1:
+        """``test`` (FILTER semantics) on the view's row; its DecodedRow built only when the fallback runs."""
+        cdef Value v = self.run_ids(view)
+        cdef int value
+        if v.kind != K_OTHER:
+            value = ebv(v)
+            if value != -2:
+                return value == 1
+        try:
+            return effective_boolean_value(self.fallback(view.mapping()))
+        except ExpressionError:
+            return False
 
     def passes(self, row):
         """FILTER semantics on the result: its effective boolean value, an error being false."""
@@ -829,30 +954,41 @@ cdef class NumericExpression:
         except ExpressionError:
             return False
 
-    cdef object term(self, Value v, row):
+    cdef object term(self, Value v, decoder):
+        """The term of a value; ``decoder`` decodes a value read unchanged from a row of ids."""
         if v.term != NULL:
             return <object>v.term
         if v.id != NO_ID:
-            return row._decoder.decode(v.id)
+            return decoder.decode(v.id)
         if v.kind == K_BOOL:
             return TRUE if v.i else FALSE
         cdef uint64_t bits
-        if v.kind == K_INT or v.kind == K_DEC:
-            key = (v.kind, v.i, v.scale)
-        else:
-            memcpy(&bits, &v.d, sizeof(double))
-            key = (v.kind, bits)
-        term = self.results.get(key)
-        if term is None:
-            if v.kind == K_INT:
-                term = numeric_literal(0, v.i)
-            elif v.kind == K_DEC:
+        cdef TermMemo* memo
+        cdef TermMemo.iterator found
+        if v.kind == K_DEC:
+            key = (v.i, v.scale)
+            term = self.decimal_terms.get(key)
+            if term is None:
                 term = numeric_literal(1, Decimal(v.i).scaleb(-v.scale))
-            else:
-                term = numeric_literal(RANK_OF[v.kind], v.d)
-            if len(self.results) >= CACHE_LIMIT:
-                self.results.clear()
-            self.results[key] = term
+                if len(self.decimal_terms) >= CACHE_LIMIT:
+                    self.decimal_terms.clear()
+                self.decimal_terms[key] = term
+            return term
+        # Integers, floats and doubles: C++ maps from the value's 64 bits (a float is a rounded double).
+        if v.kind == K_INT:
+            memo = &self.integer_terms
+            bits = <uint64_t>v.i
+        else:
+            memo = &self.float_terms if v.kind == K_FLT else &self.double_terms
+            memcpy(&bits, &v.d, sizeof(double))
+        found = memo.find(bits)
+        if found != memo.end():
+            return <object>deref(found).second
+        term = numeric_literal(0, v.i) if v.kind == K_INT else numeric_literal(RANK_OF[v.kind], v.d)
+        if memo.size() >= CACHE_LIMIT:
+            _forget_terms(memo)
+        Py_INCREF(term)
+        memo[0][bits] = <PyObject*>term
         return term
 
 
@@ -1011,3 +1147,219 @@ cdef class Conjunction:
             if not (<NumericExpression>expression).test(row):
                 return False
         return True
+
+# RowTerms item modes.
+cdef enum:
+    _TERM = 0   # an expression's term (None for an error)
+    _BOUND = 1  # True when a column is bound, else None: a plain variable whose term nobody reads
+    _ROW = 2    # the row itself
+
+
+cdef class RowView:
+    """The row of ids an evaluator reads (one view per evaluator, set for each row), and its
+    DecodedRow, built on first demand for the closures and fallbacks that read a mapping."""
+
+    def __init__(self, dict positions, decoder):
+        self.positions = positions
+        self.decoder = decoder
+
+    cdef void start(self, tuple row) noexcept:
+        self.row = row
+        self.decoded = None
+
+    cdef void finish(self) noexcept:
+        self.row = None
+        self.decoded = None
+
+    cdef object mapping(self):
+        if self.decoded is None:
+            self.decoded = DecodedRow(self.positions, self.row, self.decoder)
+        return self.decoded
+
+
+cdef object _term_on_ids(object expression, RowView view):
+    """``expression`` (compiled or an interpreted closure) on the view's row, ``FAILED`` for an error."""
+    if type(expression) is NumericExpression:
+        return (<NumericExpression>expression).on_ids(view)
+    try:
+        return expression(view.mapping())
+    except ExpressionError:
+        return FAILED
+
+
+cdef class RowFilter:
+    """A FILTER's conjunction on rows of ids: what ``compile_filter``'s function (its twin) says of
+    ``DecodedRow(positions, row, decoder)``. The expressions are tested in order, each with the
+    FILTER semantics (an error is false), the first false one deciding; a compiled one reads the
+    ids, and the DecodedRow is built only for a closure or a fallback."""
+
+    def __init__(self, list expressions, dict positions, decoder):
+        self.expressions = expressions
+        self.view = RowView(positions, decoder)
+
+    cdef bint passes(self, tuple row) except -1:
+        cdef RowView view = self.view
+        view.start(row)
+        try:
+            for expression in self.expressions:
+                if type(expression) is NumericExpression:
+                    if not (<NumericExpression>expression).test_ids(view):
+                        return False
+                    continue
+                try:
+                    if not effective_boolean_value(expression(view.mapping())):
+                        return False
+                except ExpressionError:
+                    return False
+            return True
+        finally:
+            view.finish()
+
+    def __call__(self, row):
+        return self.passes(row if type(row) is tuple else tuple(row))
+
+
+cdef class RowTerms:
+    """``row of ids -> tuple``: per item, the term of an expression on the row (``None`` for an
+    error or an unbound result), whether a column is bound (``True``/``None``), or the row itself.
+    GROUP BY keys and aggregate arguments, as ``shared.aggregate._evaluate`` computes them on a
+    ``DecodedRow`` (its twin), without building one unless an interpreted closure runs."""
+
+    def __init__(self, list items, dict positions, decoder):
+        """``items``: ``("term", compiled expression)``, ``("bound", variable name)`` or ``("row", None)``."""
+        self.modes = []
+        self.items = []
+        for mode, item in items:
+            if mode == "term":
+                self.modes.append(_TERM)
+                self.items.append(item)
+            elif mode == "bound":
+                self.modes.append(_BOUND)
+                column = positions.get(item)
+                self.items.append(-1 if column is None else column)
+            elif mode == "row":
+                self.modes.append(_ROW)
+                self.items.append(None)
+            else:
+                raise ValueError(f"unknown row item mode {mode!r}")
+        self.view = RowView(positions, decoder)
+
+    cdef tuple of(self, tuple row, int64_t* errors):
+        """The items on ``row``; ``errors`` counts those that were an error (or unbound)."""
+        self.view.start(row)
+        try:
+            return self._of(row, errors)
+        finally:
+            self.view.finish()
+
+    cdef tuple _of(self, tuple row, int64_t* errors):
+        cdef Py_ssize_t i, count = len(self.modes), column
+        cdef int mode
+        cdef tuple out = PyTuple_New(count)
+        for i in range(count):
+            mode = <int>self.modes[i]
+            if mode == _TERM:
+                value = _term_on_ids(self.items[i], self.view)
+                if value is FAILED:
+                    value = None
+            elif mode == _BOUND:
+                column = <Py_ssize_t>self.items[i]
+                value = None if column < 0 or row[column] is None else True
+            else:
+                value = row
+            if value is None:
+                errors[0] += 1
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(out, i, value)
+        return out
+
+    def __call__(self, tuple row):
+        cdef int64_t errors = 0
+        return self.of(row, &errors)
+
+
+cdef class RowOrderKey:
+    """``row of ids -> key`` for ORDER BY conditions: the tuple ``compile_order_key``'s closure
+    gives on ``DecodedRow(positions, row, decoder)`` (its twin), equal part for part. A condition
+    that is a plain variable reads its column's id, and the key part of an id is computed once
+    (``order_key`` of its term, wrapped in ``Descending`` for DESC) and kept by id: dictionary
+    serial numbers are never reused and inline ids are their values, so a kept part stays right.
+    Other conditions evaluate their expression on the row and take ``order_key`` of the result."""
+
+    def __init__(self, list conditions, dict positions, decoder, order_key):
+        """``conditions``: ``(compiled expression, variable name or None, descending)`` each; a
+        variable name makes the condition a plain variable (the expression is then unused)."""
+        cdef list unbound = []
+        self.columns = []
+        self.expressions = []
+        self.descending = []
+        self.caches = []
+        for expression, variable, descending in conditions:
+            if variable is not None:
+                column = positions.get(variable)
+                self.columns.append(-1 if column is None else column)
+                self.expressions.append(None)
+                self.caches.append({})
+            else:
+                self.columns.append(None)
+                self.expressions.append(expression)
+                self.caches.append(None)
+            self.descending.append(bool(descending))
+            unbound.append(Descending(order_key(None)) if descending else order_key(None))
+        self.unbound = tuple(unbound)
+        self.view = RowView(positions, decoder)
+        self.order_key = order_key
+
+    cdef object part(self, Py_ssize_t index, tuple row):
+        cdef object cached = self.caches[index]
+        cdef dict cache
+        cdef Py_ssize_t column
+        if cached is not None:
+            cache = <dict>cached
+            column = <Py_ssize_t>self.columns[index]
+            if column < 0:
+                return self.unbound[index]
+            item = row[column]
+            if item is None:
+                return self.unbound[index]
+            part = cache.get(item)
+            if part is not None:
+                return part
+            try:
+                part = self.order_key(self.view.decoder.decode(item))
+            except ExpressionError:
+                return self.unbound[index]
+            if self.descending[index]:
+                part = Descending(part)
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[item] = part
+            return part
+        term = _term_on_ids(self.expressions[index], self.view)
+        if term is FAILED:
+            return self.unbound[index]
+        try:
+            part = self.order_key(term)
+        except ExpressionError:
+            return self.unbound[index]
+        return Descending(part) if self.descending[index] else part
+
+    cdef tuple key_of(self, tuple row, object lineage, bint with_lineage):
+        """The key of ``row``, with ``lineage`` appended when ``with_lineage`` (the top-k's key)."""
+        cdef Py_ssize_t i, count = len(self.caches)
+        cdef tuple out = PyTuple_New(count + 1 if with_lineage else count)
+        self.view.start(row)
+        try:
+            for i in range(count):
+                part = self.part(i, row)
+                Py_INCREF(part)
+                PyTuple_SET_ITEM(out, i, part)
+        finally:
+            self.view.finish()
+        if with_lineage:
+            Py_INCREF(lineage)
+            PyTuple_SET_ITEM(out, count, lineage)
+        return out
+
+    def __call__(self, row):
+        return self.key_of(row if type(row) is tuple else tuple(row), None, False)

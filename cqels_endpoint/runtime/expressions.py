@@ -41,6 +41,7 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.runtime import functions as fn
 from cqels_endpoint.runtime.canonical import canonical_literal
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
+from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.functions import (
     DOUBLE,
     FALSE,
@@ -60,6 +61,8 @@ __all__ = [
     "compile_expression",
     "compile_filter",
     "compile_order_key",
+    "compile_row_filter",
+    "compile_row_order_key",
     "effective_boolean_value",
     "filter_passes",
     "order_key",
@@ -69,7 +72,14 @@ __all__ = [
 COMPILED = not use_pure_python()
 if COMPILED:
     with compiled_imports("numeric expressions"):
-        from cqels_endpoint.runtime._expressions import Conjunction, Descending, NumericExpression, compile_numeric
+        from cqels_endpoint.runtime._expressions import (
+            Conjunction,
+            Descending,
+            NumericExpression,
+            RowFilter,
+            RowOrderKey,
+            compile_numeric,
+        )
 
 Row = Mapping[str, object]
 Compiled = Callable[[Row], object]
@@ -145,6 +155,18 @@ def compile_filter(exprs, **context) -> Callable[[Row], bool]:
         return True
 
     return passes_all
+
+
+def compile_row_filter(exprs, positions: Mapping[str, int], decoder: TermDecoder, **context) -> Callable[[tuple], bool]:
+    """``row of ids -> bool``: ``compile_filter``'s conjunction on the row's ``DecodedRow``, over
+    rows whose columns ``positions`` names. Compiled, ``RowFilter`` tests the same expressions in
+    the same order on the ids, building the DecodedRow only for what leaves the compiled subset;
+    ``CQELS_PURE_PYTHON=1`` keeps ``compile_filter``, its twin."""
+    positions = dict(positions)
+    if COMPILED:
+        return RowFilter([compile_expression(expr, **context) for expr in exprs], positions, decoder)
+    passes = compile_filter(tuple(exprs), **context)
+    return lambda row: passes(DecodedRow(positions, row, decoder))
 
 
 def filter_passes(compiled: Compiled, row: Row) -> bool:
@@ -230,6 +252,24 @@ def compile_order_key(conditions, **context) -> Callable[[Row], tuple]:
         return tuple(out)
 
     return key
+
+
+def compile_row_order_key(
+    conditions, positions: Mapping[str, int], decoder: TermDecoder, **context
+) -> Callable[[tuple], tuple]:
+    """``row of ids -> key`` for ORDER BY conditions over rows whose columns ``positions`` names:
+    ``compile_order_key``'s key on the row's ``DecodedRow``. Compiled, ``RowOrderKey`` gives the
+    same key, keeping the key part of each id of a plain variable's column instead of decoding it
+    for every row; ``CQELS_PURE_PYTHON=1`` keeps the closure, its twin."""
+    positions = dict(positions)
+    if COMPILED:
+        order = [
+            (compile_expression(c.expr, **context), c.expr.name if isinstance(c.expr, Var) else None, c.descending)
+            for c in conditions
+        ]
+        return RowOrderKey(order, positions, decoder, order_key)
+    key = compile_order_key(conditions, **context)
+    return lambda row: key(DecodedRow(positions, row, decoder))
 
 
 # --------------------------------------------------------------------------- the compiler

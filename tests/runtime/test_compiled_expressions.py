@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
 from cqels_endpoint.query import ast
-from cqels_endpoint.runtime import expressions
+from cqels_endpoint.runtime import _expressions, expressions
 from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.expressions import ExpressionError, compile_expression, compile_filter
@@ -230,3 +230,68 @@ def test_descending_orders_as_its_twin(keys):
     # Descending keys first, equal keys by the second element ascending.
     expected = sorted(range(len(keys)), key=lambda index: (tuple(-x if isinstance(x, int) else -ord(x) for x in keys[index]), index))
     assert [index for _, index in compiled] == expected
+
+
+# The row evaluators on ids (RowFilter, RowTerms, RowOrderKey) against their twins on DecodedRows.
+ORDER_ROWS = st.fixed_dictionaries({
+    name: st.one_of(st.none(), TERMS.filter(lambda term: not isinstance(term, Triple)), st.sampled_from((NamedNode("http://example.org/b"), BlankNode("b2"))))
+    for name in VARIABLES
+})  # fmt: skip
+ORDER_CONDITIONS = st.lists(
+    st.tuples(st.one_of(st.sampled_from((*VARIABLES, "absent")).map(Var), EXPRESSIONS), st.booleans()).map(
+        lambda t: ast.OrderCondition(t[0], descending=t[1])
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _id_rows(rows: list[dict], dictionary: TermDictionary) -> list[tuple]:
+    return [tuple(None if row[name] is None else dictionary.encode(row[name]) for name in VARIABLES) for row in rows]
+
+
+@settings(max_examples=400, deadline=None)
+@given(ORDER_CONDITIONS, st.lists(ORDER_ROWS, min_size=1, max_size=6))
+def test_row_order_key_equals_its_twin(conditions, rows):
+    dictionary = TermDictionary()
+    decoder = TermDecoder(dictionary)
+    positions = {name: position for position, name in enumerate(VARIABLES)}
+    compiled = expressions.compile_row_order_key(conditions, positions, decoder)
+    assert isinstance(compiled, expressions.RowOrderKey)
+    twin = expressions.compile_order_key(conditions)
+    id_rows = _id_rows(rows, dictionary)
+    for _ in range(2):  # the second pass reads the key parts kept by id
+        keys = [compiled(row) for row in id_rows]
+        expected = [twin(DecodedRow(positions, row, decoder)) for row in id_rows]
+        assert keys == expected
+        assert sorted(range(len(keys)), key=keys.__getitem__) == sorted(range(len(keys)), key=expected.__getitem__)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(EXPRESSIONS, min_size=1, max_size=3), st.lists(ROWS, min_size=1, max_size=4))
+def test_row_filter_equals_its_twin(exprs, rows):
+    dictionary = TermDictionary()
+    decoder = TermDecoder(dictionary)
+    positions = {name: position for position, name in enumerate(VARIABLES)}
+    compiled = expressions.compile_row_filter(exprs, positions, decoder)
+    assert isinstance(compiled, expressions.RowFilter)
+    twin = compile_filter(tuple(exprs))
+    for row in _id_rows(rows, dictionary):
+        assert compiled(row) == twin(DecodedRow(positions, row, decoder)), (exprs, row)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(EXPRESSIONS, min_size=1, max_size=3), st.sampled_from((*VARIABLES, "absent")), st.lists(ROWS, min_size=1, max_size=4))
+def test_row_terms_equal_the_expressions_on_decoded_rows(exprs, counted, rows):
+    dictionary = TermDictionary()
+    decoder = TermDecoder(dictionary)
+    positions = {name: position for position, name in enumerate(VARIABLES)}
+    compiled = [compile_expression(expr) for expr in exprs]
+    terms = _expressions.RowTerms([*(("term", c) for c in compiled), ("bound", counted), ("row", None)], positions, decoder)
+    for row in _id_rows(rows, dictionary):
+        decoded = DecodedRow(positions, row, decoder)
+        expected = [_outcome(c, decoded) for c in compiled]
+        *values, bound, whole = terms(row)
+        assert [("error", None) if v is None else ("term", v) for v in values] == expected
+        assert bound == (True if decoded.get(counted) is not None else None)
+        assert whole is row

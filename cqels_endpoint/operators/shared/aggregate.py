@@ -32,12 +32,14 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.aggregates import AGGREGATES
 from cqels_endpoint.runtime.decoding import DecodedRow, TermDecoder
 from cqels_endpoint.runtime.expressions import ExpressionError, compile_expression
+from cqels_endpoint.terms import Var
 
 
 class AggregateSpec:
-    """One compiled aggregate: its name, DISTINCT, separator and argument (None for ``COUNT(*)``)."""
+    """One compiled aggregate: its name, DISTINCT, separator and argument (None for ``COUNT(*)``),
+    and ``variable``, the argument's name when it is a plain variable."""
 
-    __slots__ = ("argument", "distinct", "name", "separator", "star")
+    __slots__ = ("argument", "distinct", "name", "separator", "star", "variable")
 
     def __init__(self, aggregate: ast.Aggregate, **context: Any) -> None:
         if aggregate.name not in AGGREGATES:
@@ -47,6 +49,7 @@ class AggregateSpec:
         self.separator = aggregate.separator
         self.star = aggregate.expr is None
         self.argument = None if self.star else compile_expression(aggregate.expr, **context)
+        self.variable = aggregate.expr.name if isinstance(aggregate.expr, Var) else None
 
 
 class GroupAggregateBase(Operator):
