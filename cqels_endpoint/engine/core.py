@@ -477,7 +477,20 @@ class Engine:
         Raises ``RdfSyntaxError`` (bad text), ``LateEventError`` (older than the watermark);
         either way nothing was applied.
         """
-        self.push_batch(stream, [(triples, time)])
+        if type(stream) is not str or self.clock_store is not None or stream not in self.streams.clocks:
+            self.push_batch(stream, [(triples, time)])
+            return
+        # The per-event call of every client: ``push_batch``'s steps for one event on a stream
+        # already seen (its IRI checked then), without its lists and closures (nothing to journal).
+        data = event_triples(triples)
+        millis = None if time is None else to_millis(time)
+        with self._lock:
+            now = self.clock()
+            if self._static_changed:
+                self._apply_static_change()
+            for event in self.streams.push_one(stream, data, now if millis is None else millis, now, encode=self.dictionary.encode_triples):
+                self._dispatch(event)
+            self._deliver()
 
     def push_batch(self, stream: object, events: Sequence[tuple[object, object]]) -> int:
         """Events ``(triples, time)`` on ``stream``, as ``push`` takes them, applied in order, all
@@ -656,7 +669,9 @@ class Engine:
         try:
             # Only the queries the event gives work (engine.fanout); the others are not called.
             reached, units = fanout.reached(event, self.queries)
-            self._driven.update(dict.fromkeys(reached))
+            driven = self._driven
+            for query in reached:
+                driven[query] = None
             audited = fanout.skipped(event, units) if fanout.mode == "audit" else ()
             for query in reached:
                 if query.failure is None:

@@ -42,7 +42,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.engine.emission import BindingsWriter, IdRows, TemplateWriter
+from cqels_endpoint.engine.emission import BindingsWriter, IdRows, RowDecoder, TemplateWriter
 from cqels_endpoint.operators import emitted_total, punctuate_all
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
@@ -133,7 +133,7 @@ class IncrementalEvaluator:
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
         self._closed = False
-        self._snapshot_mappings: dict[tuple, dict[str, Term]] = {}  # the last snapshot's rows, decoded
+        self._rows = RowDecoder(dictionary, self.sink.schema)  # the rows as mappings, for subscribers of terms
         self._writer = BindingsWriter(dictionary, self.sink.schema)
         self._template_writer = (
             TemplateWriter(dictionary, self.sink.schema, query.template) if query.form == QueryForm.CONSTRUCT else None
@@ -195,17 +195,36 @@ class IncrementalEvaluator:
     def emitted(self, tau: int, r2s: R2S) -> IdRows:
         """Closes the tick at ``tau`` like ``evaluate``: the rows ``r2s`` emits (the changes of its
         sign, or Γ for RSTREAM) as rows of ids, valid until the returned rows are released."""
-        changes = self.evaluate_rows(tau)
         if r2s is R2S.RSTREAM:
-            rows, decode_all = self.snapshot_rows(), self._decode_snapshot
+            # Γ itself is emitted: the tick's changes are taken (and ORDER BY's previous order
+            # forgotten) but not listed row by row.
+            taken = self._tick(tau)
+            if self._order is not None:
+                self._order.arrange(taken)
+            rows, decode_all = self.snapshot_rows(), self._rows.snapshot
         else:
             sign = 1 if r2s is R2S.ISTREAM else -1
-            rows, decode_all = [row for row, s in changes if s == sign], self._decode_all
+            rows, decode_all = [row for row, s in self.evaluate_rows(tau) if s == sign], self._rows.decode_all
         return IdRows(rows, decode_all, self._writer, self.release_decoded, self._template_writer)
 
     def evaluate_rows(self, tau: int) -> list[tuple[tuple, int]]:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
+        taken = self._tick(tau)
+        if self._order is not None:
+            return self._order.arrange(taken)
+        changes: list[tuple[tuple, int]] = []
+        append = changes.append
+        for row, count in taken:
+            if count == 1 or count == -1:  # nearly every change: one occurrence
+                append((row, count))
+            else:
+                changes.extend([(row, 1 if count > 0 else -1)] * abs(count))
+        return changes
+
+    def _tick(self, tau: int) -> list[tuple[tuple, int]]:
+        """Punctuates the plan at ``tau`` (bounded by ``max_tick_rows``): the sink's net changes
+        ``(row, signed count)`` since the previous tick."""
         self._tau = tau
         operators = self._operators
         start = emitted_total(operators)
@@ -221,36 +240,11 @@ class IncrementalEvaluator:
         self.tick_rows = emitted_total(operators) - start
         self.peak_tick_rows = max(self.peak_tick_rows, self.tick_rows)
         self.evaluations += 1
-        taken = self.sink.take()
-        if self._order is not None:
-            return self._order.arrange(taken)
-        changes = []
-        for row, count in taken:
-            sign = 1 if count > 0 else -1
-            changes.extend((row, sign) for _ in range(abs(count)))
-        return changes
+        return self.sink.take()
 
     def snapshot(self) -> list[dict[str, Term]]:
         """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""
-        return self._decode_snapshot(self.snapshot_rows())
-
-    def _decode_snapshot(self, rows: list[tuple]) -> list[dict[str, Term]]:
-        """RSTREAM asks for Γ at every evaluation, and a row usually stays in Γ for many of them: each
-        distinct row of ids is decoded once while it stays, and the mapping is shared by the
-        snapshots that list it (callers treat mappings as read-only)."""
-        previous, current = self._snapshot_mappings, {}
-        decode = self.decode
-        mappings = []
-        for row in rows:
-            mapping = current.get(row)
-            if mapping is None:
-                mapping = previous.get(row)
-                if mapping is None:
-                    mapping = decode(row)
-                current[row] = mapping
-            mappings.append(mapping)
-        self._snapshot_mappings = current
-        return mappings
+        return self._rows.snapshot(self.snapshot_rows())
 
     def snapshot_rows(self) -> list[tuple]:
         """``snapshot`` before decoding."""
@@ -324,12 +318,7 @@ class IncrementalEvaluator:
 
     def decode(self, row: tuple) -> dict[str, Term]:
         """A row of ``sink.schema`` as a solution mapping."""
-        decode = self.dictionary.decode
-        return {name: decode(value) for name, value in zip(self.sink.schema, row) if value is not None}
-
-    def _decode_all(self, rows: list[tuple]) -> list[dict[str, Term]]:
-        decode = self.decode
-        return [decode(row) for row in rows]
+        return self._rows.decode(row)
 
     def _release_later(self, ids: tuple) -> None:
         self._releasing.append(ids)

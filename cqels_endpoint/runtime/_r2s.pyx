@@ -2,7 +2,9 @@
 """Compiled R2S writers: the twins of ``engine.emission``'s ``BindingsWriterPython`` and
 ``TemplateWriterPython`` (the same text for the same rows). The text of each term id is written once
 from its term and kept, UTF-8, in a C++ hash map by id; an emission's rows are written into one C++
-string, read once into the Python text: no per-row or per-field Python string on the way."""
+string, read once into the Python text: no per-row or per-field Python string on the way.
+``RowDecoder``, the twin of ``RowDecoderPython``, decodes rows of ids into solution mappings for the
+subscribers that read terms, through the compiled dictionary's C decode."""
 
 from cython.operator cimport dereference as deref
 from libc.stdint cimport int64_t
@@ -14,6 +16,8 @@ from libcpp.vector cimport vector
 import json
 
 import pyoxigraph as ox
+
+from cqels_endpoint.runtime._dictionary cimport TermDictionary
 
 from cqels_endpoint.runtime.term_kinds import TermKind
 from cqels_endpoint.runtime.term_text import ntriples_term, template_part, term_json
@@ -191,3 +195,55 @@ cdef class TemplateWriter:
                     if seen.insert(line).second:
                         out.append(line)
         return out.decode("utf-8")
+
+
+cdef class RowDecoder:
+    """Rows of term ids (aligned with ``schema``, None for unbound) as solution mappings (see
+    emission.RowDecoderPython): one dict per row, each id decoded by the compiled dictionary in C
+    (by its ``decode`` for the twin dictionary)."""
+
+    cdef object _dictionary
+    cdef TermDictionary _compiled  # None when the dictionary is the twin
+    cdef tuple _schema
+    cdef dict _kept  # the last snapshot's rows → their mappings
+
+    def __init__(self, dictionary, schema):
+        self._dictionary = dictionary
+        self._compiled = dictionary if isinstance(dictionary, TermDictionary) else None
+        self._schema = tuple(schema)
+        self._kept = {}
+
+    cpdef dict decode(self, row):
+        """A row as a solution mapping (its unbound columns left out)."""
+        cdef tuple values = row if type(row) is tuple else tuple(row)
+        cdef dict mapping = {}
+        cdef Py_ssize_t column, width = min(len(self._schema), len(values))
+        for column in range(width):
+            value = values[column]
+            if value is None:
+                continue
+            if self._compiled is not None:
+                mapping[self._schema[column]] = self._compiled._decode(value)
+            else:
+                mapping[self._schema[column]] = self._dictionary.decode(value)
+        return mapping
+
+    def decode_all(self, rows):
+        """Every row decoded."""
+        return [self.decode(row) for row in rows]
+
+    def snapshot(self, rows):
+        """Γ at an evaluation (RSTREAM): each distinct row decoded once while it stays in Γ, its
+        mapping shared by the snapshots that list it."""
+        cdef dict previous = self._kept, current = {}
+        cdef list mappings = []
+        for row in rows:
+            mapping = current.get(row)
+            if mapping is None:
+                mapping = previous.get(row)
+                if mapping is None:
+                    mapping = self.decode(row)
+                current[row] = mapping
+            mappings.append(mapping)
+        self._kept = current
+        return mappings

@@ -348,6 +348,15 @@ class Streams:
             released.extend(clock.accept(event, now_ms))
         return released
 
+    def push_one(self, iri: str, triples: object, time: int, now_ms: int | None = None, *, encode: Callable[[object], Sequence[int]]) -> list[Event]:
+        """``push_batch`` of the one event ``(triples, time)``, without its lists: the events released."""
+        clock = self.clock(iri)
+        # Not before the stream's latest time, so not late (the watermark is never past it), and
+        # no future bound: nothing to check or count.
+        if self.max_future_ms is not None or (clock.latest is not None and time < clock.latest):
+            clock.check_batch((time,), now_ms, self.max_future_ms)
+        return clock.accept(Event(iri, time, encode(triples), next(self._arrivals), _time.perf_counter()), now_ms)
+
     def buffer(self, iri: str, time: int, ids: Sequence[int]) -> None:
         """Puts back an event accepted before a restart and not released then (``engine.clocks``):
         it waits, as it did, for the watermark."""
