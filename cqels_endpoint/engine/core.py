@@ -68,7 +68,7 @@ from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.sharing import SharedWindows
-from cqels_endpoint.runtime.streams import Event, Streams, event_triples, to_millis
+from cqels_endpoint.runtime.streams import TIME_MAX_MS, TIME_MIN_MS, Event, Streams, event_triples, to_millis
 from cqels_endpoint.spark import cache_engine as make_cache_engine
 from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.static_store.store import StaticStore
@@ -483,7 +483,7 @@ class Engine:
         # The per-event call of every client: ``push_batch``'s steps for one event on a stream
         # already seen (its IRI checked then), without its lists and closures (nothing to journal).
         data = event_triples(triples)
-        millis = None if time is None else to_millis(time)
+        millis = time if type(time) is int and TIME_MIN_MS <= time <= TIME_MAX_MS else None if time is None else to_millis(time)
         with self._lock:
             now = self.clock()
             if self._static_changed:

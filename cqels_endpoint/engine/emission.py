@@ -305,12 +305,12 @@ class RowDecoderPython:
         previous, current = self._kept, {}
         mappings = []
         for row in rows:
-            mapping = current.get(row)
+            mapping = previous.get(row)
             if mapping is None:
-                mapping = previous.get(row)
+                mapping = current.get(row)
                 if mapping is None:
                     mapping = self.decode(row)
-                current[row] = mapping
+            current[row] = mapping
             mappings.append(mapping)
         self._kept = current
         return mappings

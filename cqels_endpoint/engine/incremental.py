@@ -54,7 +54,15 @@ from cqels_endpoint.plan.explain import explain_plan, plan_tree
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.limits import LimitExceeded
+
+if use_pure_python():
+    WindowEntry = TermDictionary = None
+else:
+    with compiled_imports("incremental evaluator's window entry"):
+        from cqels_endpoint.engine._incremental import WindowEntry
+        from cqels_endpoint.runtime._dictionary import TermDictionary
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
@@ -127,6 +135,11 @@ class IncrementalEvaluator:
         }
         self._streams_read: dict[int, tuple[tuple[int, ...], frozenset[str]]] = {}
         self._timed = self.built.timed
+        if WindowEntry is not None and not self._timed and isinstance(dictionary, TermDictionary):
+            # Without SEQ event patterns the window calls are the compiled twins of the methods
+            # below (engine/_incremental.pyx): the event feed reaches the buffers through C.
+            entry = WindowEntry(dictionary, self._windows)
+            self.on_insert, self.on_expire = entry.insert, entry.expire
         self._operators = list(self.built.operators.values())
         self._sources = self.built.sources
         self.sink: Sink = self.built.sink

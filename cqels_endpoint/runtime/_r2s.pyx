@@ -238,12 +238,14 @@ cdef class RowDecoder:
         cdef dict previous = self._kept, current = {}
         cdef list mappings = []
         for row in rows:
-            mapping = current.get(row)
+            # Most rows were in the last snapshot: two lookups each (a row listed twice, a bag's
+            # duplicate, is found in ``current`` the second time).
+            mapping = previous.get(row)
             if mapping is None:
-                mapping = previous.get(row)
+                mapping = current.get(row)
                 if mapping is None:
                     mapping = self.decode(row)
-                current[row] = mapping
+            current[row] = mapping
             mappings.append(mapping)
         self._kept = current
         return mappings

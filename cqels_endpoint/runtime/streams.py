@@ -159,7 +159,7 @@ class ArrivalRate:
             self._buckets[-1][1] += events
         else:
             self._buckets.append([start, events])
-        self._forget(now_ms)
+            self._forget(now_ms)  # only a new bucket grows the deque (count() forgets first)
 
     def count(self, now_ms: int) -> int:
         """Arrivals in the minute before ``now_ms`` (whole buckets: up to a second more)."""
@@ -483,8 +483,12 @@ def event_triples(data: object) -> object:
     else as ``to_triples`` converts it."""
     if TripleForms is not None and isinstance(data, TripleForms):
         return data
-    if type(data) in (list, tuple) and all(type(item) in _ENCODED_AS_THEY_ARE for item in data):
-        return data
+    if type(data) in (list, tuple):
+        for item in data:  # a loop, not all(): no generator per push
+            if type(item) not in _ENCODED_AS_THEY_ARE:
+                break
+        else:
+            return data
     if isinstance(data, (str, bytes)):
         forms = read_plain_ntriples(data)
         if forms is not None:
