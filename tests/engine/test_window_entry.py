@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqels_endpoint.engine._incremental import WindowEntry
+from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.emission import RowDecoderPython
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
-from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.runtime import _dictionary, _r2s
 from cqels_endpoint.runtime.encoding import TermDictionaryPython
 from tests.engine.test_emission_json import SCHEMA
@@ -55,7 +55,7 @@ def test_window_entry_makes_the_twins_calls(steps):
             triple = ox.Triple(*step[1:])
             pattern = PREDICATES.index(step[2])
             seq = len(inserted)
-            for evaluator, dictionary, insert in ((compiled, compiled_dictionary, compiled.on_insert), (twin, twin_dictionary, twin_insert)):
+            for dictionary, insert in ((compiled_dictionary, compiled.on_insert), (twin_dictionary, twin_insert)):
                 ids = tuple(dictionary.encode_triples([triple]))
                 insert(pattern, ids, tau, seq)
                 dictionary.decref_many(ids)  # the event's own references, as the engine drops them
