@@ -3,7 +3,9 @@
 and ``on_expire`` (``incremental.py``, read them for the semantics) for a plan without SEQ event
 patterns, the calls a stream triple makes entering and leaving its pattern's window buffer. The
 event feed (``runtime._feed``) calls them from C: no Python frame per triple between the feed and
-the compiled window buffer."""
+the compiled window buffer. ``release_rows`` is the twin of ``incremental.release_rows_python``."""
+
+from libc.stdint cimport int64_t
 
 from cqels_endpoint.runtime._dictionary cimport TermDictionary
 
@@ -28,3 +30,11 @@ cdef class WindowEntry:
     def expire(self, pattern_id, seq):
         """``IncrementalEvaluator.on_expire``: copy ``seq`` leaves its pattern's window."""
         self._windows[pattern_id].expire(seq)
+
+
+def release_rows(TermDictionary dictionary, list rows):
+    """Drops one reference to each id of ``rows`` (None: an unbound column), in C."""
+    for ids in rows:
+        for value in ids:
+            if value is not None:
+                dictionary._decref(<int64_t>value)

@@ -377,8 +377,10 @@ class FanOut:
     def _note(self, index: _StreamIndex | None, time: int, reached: Iterable[_Unit]) -> None:
         """An event at ``time`` is dispatched on ``index``'s stream (None: no unit reads it) and
         reaches the ``reached`` units, caught up to the event before it."""
+        serial = self._serial
         for unit in reached:
-            self._catch_up(unit)
+            if unit.synced != serial:  # else no event came since it was last caught up
+                self._catch_up(unit)
         self._serial += 1
         if index is not None:
             index.latest = time

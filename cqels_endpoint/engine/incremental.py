@@ -57,11 +57,22 @@ from cqels_endpoint.query.kinds import R2S, QueryForm
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.limits import LimitExceeded
 
+
+def release_rows_python(dictionary, rows: Sequence[tuple]) -> None:
+    """Drops one reference to each id of ``rows`` (None: an unbound column). The reference version
+    of ``release_rows`` (compiled in ``engine/_incremental.pyx`` unless ``CQELS_PURE_PYTHON=1``)."""
+    decref = dictionary.decref
+    for ids in rows:
+        for value in ids:
+            if value is not None:
+                decref(value)
+
+
 if use_pure_python():
-    WindowEntry = TermDictionary = None
+    WindowEntry = TermDictionary = release_rows = None
 else:
     with compiled_imports("incremental evaluator's window entry"):
-        from cqels_endpoint.engine._incremental import WindowEntry
+        from cqels_endpoint.engine._incremental import WindowEntry, release_rows
         from cqels_endpoint.runtime._dictionary import TermDictionary
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
@@ -112,17 +123,19 @@ class IncrementalEvaluator:
         self.static = static
         self.dictionary = dictionary
         self.plan = compile_plan(query, patterns)
-        # Rows whose references are dropped once the current evaluation has decoded its deltas.
+        # Rows whose references are dropped once the current evaluation has decoded its deltas: the
+        # operators hand them over through its ``append`` (no Python frame per row), so it stays
+        # one list, emptied in place.
         self._releasing: list[tuple] = []
         # NOW() is the evaluation time: rows enter the operators during evaluate(tau).
         self._tau = 0
         self.built: BuiltPlan = build_operators(
-            self.plan, dictionary, self._release_later, query.source, base_iri=query.base, now=lambda: self._tau
+            self.plan, dictionary, self._releasing.append, query.source, base_iri=query.base, now=lambda: self._tau
         )
         # Where each stream pattern's copies go: its window buffer (one per stream for STREAM ?s),
         # which keeps the set of triples.
         self._windows = {
-            pattern_id: _PathWindowCopies(buffer, self._release_later) if isinstance(buffer, PathWindow) else buffer
+            pattern_id: _PathWindowCopies(buffer, self._releasing.append) if isinstance(buffer, PathWindow) else buffer
             for pattern_id, buffer in self.built.buffers.items()
         }
         # STREAM ?s leaves restricted by static data: the (cache operator, column of ?s) of each
@@ -135,7 +148,9 @@ class IncrementalEvaluator:
         }
         self._streams_read: dict[int, tuple[tuple[int, ...], frozenset[str]]] = {}
         self._timed = self.built.timed
-        if WindowEntry is not None and not self._timed and isinstance(dictionary, TermDictionary):
+        compiled = TermDictionary is not None and isinstance(dictionary, TermDictionary)
+        self._release_rows = release_rows if compiled else release_rows_python
+        if compiled and not self._timed:
             # Without SEQ event patterns the window calls are the compiled twins of the methods
             # below (engine/_incremental.pyx): the event feed reaches the buffers through C.
             entry = WindowEntry(dictionary, self._windows)
@@ -333,17 +348,11 @@ class IncrementalEvaluator:
         """A row of ``sink.schema`` as a solution mapping."""
         return self._rows.decode(row)
 
-    def _release_later(self, ids: tuple) -> None:
-        self._releasing.append(ids)
-
     def release_decoded(self) -> None:
         """Drops the references of the rows that left with the last evaluation (decoded by now)."""
-        releasing, self._releasing = self._releasing, []
-        decref = self.dictionary.decref
-        for ids in releasing:
-            for value in ids:
-                if value is not None:
-                    decref(value)
+        releasing = self._releasing.copy()
+        self._releasing.clear()
+        self._release_rows(self.dictionary, releasing)
 
     def _counters(self, node: PlanNode) -> dict[str, Any]:
         operator: Operator | None = self.built.operators.get(node.id)

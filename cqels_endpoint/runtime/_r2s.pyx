@@ -197,6 +197,10 @@ cdef class TemplateWriter:
         return out.decode("utf-8")
 
 
+cdef enum:
+    INLINE_TERMS = 1 << 12
+
+
 cdef class RowDecoder:
     """Rows of term ids (aligned with ``schema``, None for unbound) as solution mappings (see
     emission.RowDecoderPython): one dict per row, each id decoded by the compiled dictionary in C
@@ -206,12 +210,31 @@ cdef class RowDecoder:
     cdef TermDictionary _compiled  # None when the dictionary is the twin
     cdef tuple _schema
     cdef dict _kept  # the last snapshot's rows → their mappings
+    # Inline ids (numbers, dates, booleans) → their literals: the dictionary builds a new literal
+    # at each decode of one, and an id is its value, so a kept literal never goes stale. Bounded
+    # like _IdTexts (cleared when full).
+    cdef dict _inline
 
     def __init__(self, dictionary, schema):
         self._dictionary = dictionary
         self._compiled = dictionary if isinstance(dictionary, TermDictionary) else None
         self._schema = tuple(schema)
         self._kept = {}
+        self._inline = {}
+
+    cdef object _term(self, object value):
+        cdef int64_t term_id = value
+        if term_id < 0:
+            term = self._inline.get(value)
+            if term is None:
+                term = self._dictionary.decode(value)
+                if len(self._inline) >= INLINE_TERMS:
+                    self._inline.clear()
+                self._inline[value] = term
+            return term
+        if self._compiled is not None:
+            return self._compiled._decode(term_id)
+        return self._dictionary.decode(value)
 
     cpdef dict decode(self, row):
         """A row as a solution mapping (its unbound columns left out)."""
@@ -220,12 +243,8 @@ cdef class RowDecoder:
         cdef Py_ssize_t column, width = min(len(self._schema), len(values))
         for column in range(width):
             value = values[column]
-            if value is None:
-                continue
-            if self._compiled is not None:
-                mapping[self._schema[column]] = self._compiled._decode(value)
-            else:
-                mapping[self._schema[column]] = self._dictionary.decode(value)
+            if value is not None:
+                mapping[self._schema[column]] = self._term(value)
         return mapping
 
     def decode_all(self, rows):

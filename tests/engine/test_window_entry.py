@@ -1,16 +1,17 @@
 """The compiled per-event glue of the incremental evaluator gives what its twins give: the window
-entry (``engine/_incremental.pyx``) against ``IncrementalEvaluator.on_insert``/``on_expire``, and
-the compiled ``RowDecoder`` (``runtime/_r2s.pyx``) against ``RowDecoderPython``."""
+entry (``engine/_incremental.pyx``) against ``IncrementalEvaluator.on_insert``/``on_expire``,
+``release_rows`` against ``release_rows_python``, and the compiled ``RowDecoder``
+(``runtime/_r2s.pyx``) against ``RowDecoderPython``."""
 
 import pyoxigraph as ox
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqels_endpoint.engine._incremental import WindowEntry
+from cqels_endpoint.engine._incremental import WindowEntry, release_rows
 from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.emission import RowDecoderPython
-from cqels_endpoint.engine.incremental import IncrementalEvaluator
+from cqels_endpoint.engine.incremental import IncrementalEvaluator, release_rows_python
 from cqels_endpoint.runtime import _dictionary, _r2s
 from cqels_endpoint.runtime.encoding import TermDictionaryPython
 from tests.engine.test_emission_json import SCHEMA
@@ -103,3 +104,17 @@ def test_compiled_row_decoder_decodes_as_the_twin(new_dictionary, snapshots):
         for (i, row), mapping in zip(enumerate(id_rows), decoded):
             first = id_rows.index(row)
             assert mapping is decoded[first], i
+
+
+@settings(max_examples=200)
+@given(drawn=st.lists(st.lists(st.none() | st.sampled_from(NODES + PREDICATES) | st.integers(-5, 5).map(ox.Literal), min_size=1, max_size=4), max_size=12))
+def test_release_rows_drops_what_the_twin_drops(drawn):
+    counts = []
+    for release in (release_rows, release_rows_python):
+        dictionary = _dictionary.TermDictionary()
+        rows = [tuple(None if term is None else dictionary.encode(term) for term in row) for row in drawn]
+        for row in rows:  # a second reference per id, so that releasing one leaves the entry
+            dictionary.incref_many([value for value in row if value is not None])
+        release(dictionary, rows)
+        counts.append([_refs(dictionary, term) for term in NODES + PREDICATES])
+    assert counts[0] == counts[1]
