@@ -1,7 +1,8 @@
 """The compiled per-event glue of the incremental evaluator gives what its twins give: the window
 entry (``engine/_incremental.pyx``) against ``IncrementalEvaluator.on_insert``/``on_expire``,
-``release_rows`` against ``release_rows_python``, and the compiled ``RowDecoder``
-(``runtime/_r2s.pyx``) against ``RowDecoderPython``."""
+``release_rows`` against ``release_rows_python``, the compiled ``RowDecoder``
+(``runtime/_r2s.pyx``) against ``RowDecoderPython``, and the compiled sink's ``rows`` against
+``base.Sink.rows``."""
 
 import pyoxigraph as ox
 import pytest
@@ -12,6 +13,9 @@ from cqels_endpoint.engine._incremental import WindowEntry, release_rows
 from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.emission import RowDecoderPython
 from cqels_endpoint.engine.incremental import IncrementalEvaluator, release_rows_python
+from cqels_endpoint.operators import _sink
+from cqels_endpoint.operators.base import Delta
+from cqels_endpoint.operators.base import Sink as PythonSink
 from cqels_endpoint.runtime import _dictionary, _r2s
 from cqels_endpoint.runtime.encoding import TermDictionaryPython
 from tests.engine.test_emission_json import SCHEMA
@@ -118,3 +122,13 @@ def test_release_rows_drops_what_the_twin_drops(drawn):
         release(dictionary, rows)
         counts.append([_refs(dictionary, term) for term in NODES + PREDICATES])
     assert counts[0] == counts[1]
+
+
+@settings(max_examples=200)
+@given(deltas=st.lists(st.tuples(st.tuples(st.integers(0, 4), st.integers(0, 2)), st.sampled_from([1, -1])), max_size=30))
+def test_compiled_sink_lists_gamma_as_the_twin(deltas):
+    compiled, twin = _sink.Sink(("a", "b")), PythonSink(("a", "b"))
+    for sink in (compiled, twin):
+        sink.on_batch(0, [Delta(row, sign, ()) for row, sign in deltas])
+    assert compiled.relation == twin.relation
+    assert compiled.rows() == twin.rows()
