@@ -669,23 +669,24 @@ class Engine:
         try:
             # Only the queries the event gives work (engine.fanout); the others are not called.
             reached, units = fanout.reached(event, self.queries)
-            driven = self._driven
+            driven, seqs, epoch, clock = self._driven, self._seqs, self._epoch, _time.perf_counter
             for query in reached:
                 driven[query] = None
             audited = fanout.skipped(event, units) if fanout.mode == "audit" else ()
             for query in reached:
                 if query.failure is None:
-                    check = fanout.audit(query, event) if query in audited else None
-                    started = _time.perf_counter()
+                    check = fanout.audit(query, event) if audited and query in audited else None
+                    started = clock()
                     try:
-                        query._on_event(event, self._seqs, self._epoch)
+                        query._on_event(event, seqs, epoch)
                     except Exception as error:  # one query's failure must not stop the others
                         self._fail(query, error)
                         continue
-                    query.latency.observe(_time.perf_counter() - started)
+                    query.latency.observe(clock() - started)
                     if check is not None:
                         check()
-            fanout.settle(units)
+            if units:
+                fanout.settle(units)
         finally:
             # The windows took their own references to what they keep.
             self.dictionary.decref_many(event.ids)
