@@ -693,6 +693,8 @@ class Engine:
 
     def _deliver(self) -> None:
         # Only the queries driven since the last delivery can have emissions (all after an advance).
+        if not self._driven:
+            return
         driven, self._driven = self._driven, {}
         failure = None
         for query in list(self.queries.values()) if None in driven else driven:

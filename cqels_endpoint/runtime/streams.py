@@ -355,7 +355,8 @@ class Streams:
         # no future bound: nothing to check or count.
         if self.max_future_ms is not None or (clock.latest is not None and time < clock.latest):
             clock.check_batch((time,), now_ms, self.max_future_ms)
-        return clock.accept(Event(iri, time, encode(triples), next(self._arrivals), _time.perf_counter()), now_ms)
+        # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per event.
+        return clock.accept(tuple.__new__(Event, (iri, time, encode(triples), next(self._arrivals), _time.perf_counter())), now_ms)
 
     def buffer(self, iri: str, time: int, ids: Sequence[int]) -> None:
         """Puts back an event accepted before a restart and not released then (``engine.clocks``):
