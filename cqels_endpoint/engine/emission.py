@@ -1,7 +1,7 @@
 """What a continuous query emits: ``Emission`` and the SPARQL 1.1 JSON form of terms.
 
 An evaluator hands the rows of one evaluation over as ``EmittedRows``: decoded mappings for
-callbacks, or SPARQL JSON written straight from term ids (``IdRows`` with a ``BindingsWriter``) for
+callbacks (``RowDecoder``), or SPARQL JSON written straight from term ids (``IdRows`` with a ``BindingsWriter``) for
 the HTTP subscribers, so a query watched only over SSE/NDJSON never builds a term per row.
 ``instantiate`` applies a CONSTRUCT template to the rows of one emission.
 """
