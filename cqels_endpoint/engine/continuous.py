@@ -229,7 +229,9 @@ class ContinuousQuery:
         evaluator = self.evaluator
         feed = self._fed()
         if feed is not None:  # one call routes, inserts and expires (runtime.feed)
-            feed.offer(self._router(event.stream), event.ids, event.time, tau, seqs)
+            # The stream's router as ``_router`` keeps it (made there at the stream's first event).
+            router = None if self._variable else self._routes.get(event.stream)
+            feed.offer(router or self._router(event.stream), event.ids, event.time, tau, seqs)
             if self.schedule is None:
                 self._evaluate(tau)
             return

@@ -698,7 +698,7 @@ class Engine:
         driven, self._driven = self._driven, {}
         failure = None
         for query in list(self.queries.values()) if None in driven else driven:
-            if self.queries.get(query.name) is query:
+            if query._outbox and self.queries.get(query.name) is query:  # most have nothing
                 failure = query._deliver() or failure
         if failure is not None:
             raise failure
