@@ -215,18 +215,23 @@ class ContinuousQuery:
     def _on_event(self, event: Event, seqs: itertools.count, step: int) -> None:
         # ``step`` numbers the engine's dispatches and advances (the instances of a template use it).
         self._received = event.received
-        if self.schedule is not None:
-            if self.schedule.origin is None:
-                self.schedule.set_origin(event.time)
-            for close in self.schedule.closes_through(event.time):
-                self._evaluate(close)
-            tau = event.time if self.clock is None else self.clock
+        schedule = self.schedule
+        if schedule is not None:
+            if schedule.origin is None:
+                schedule.set_origin(event.time)
+            if schedule.next_close <= event.time:
+                for close in schedule.closes_through(event.time):
+                    self._evaluate(close)
+            # ``_clock``, not ``clock``: the fan-out catches up eager queries only.
+            tau = event.time if self._clock is None else self._clock
         else:
             tau = event.time if self.clock is None else max(event.time, self.clock)
         evaluator = self.evaluator
         feed = self._fed()
         if feed is not None:  # one call routes, inserts and expires (runtime.feed)
-            feed.offer(self._router(event.stream), event.ids, event.time, tau, seqs)
+            # The stream's router as ``_router`` keeps it (made there at the stream's first event).
+            router = None if self._variable else self._routes.get(event.stream)
+            feed.offer(router or self._router(event.stream), event.ids, event.time, tau, seqs)
             if self.schedule is None:
                 self._evaluate(tau)
             return

@@ -68,7 +68,7 @@ from cqels_endpoint.query.visit import walk
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.sharing import SharedWindows
-from cqels_endpoint.runtime.streams import Event, Streams, event_triples, to_millis
+from cqels_endpoint.runtime.streams import TIME_MAX_MS, TIME_MIN_MS, Event, Streams, event_triples, to_millis
 from cqels_endpoint.spark import cache_engine as make_cache_engine
 from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.static_store.store import StaticStore
@@ -477,7 +477,23 @@ class Engine:
         Raises ``RdfSyntaxError`` (bad text), ``LateEventError`` (older than the watermark);
         either way nothing was applied.
         """
-        self.push_batch(stream, [(triples, time)])
+        if type(stream) is not str or self.clock_store is not None or stream not in self.streams.clocks:
+            self.push_batch(stream, [(triples, time)])
+            return
+        # The per-event call of every client: ``push_batch``'s steps for one event on a stream
+        # already seen (its IRI checked then), without its lists and closures (nothing to journal).
+        data = event_triples(triples)
+        millis = time if type(time) is int and TIME_MIN_MS <= time <= TIME_MAX_MS else None if time is None else to_millis(time)
+        with self._lock:
+            now = self.clock()
+            if self._static_changed:
+                self._apply_static_change()
+            for event in self.streams.push_one(
+                stream, data, now if millis is None else millis, now,
+                encode=self.dictionary.encode_triples, kept_predicates=self.fanout.kept_predicates,
+            ):
+                self._dispatch(event)
+            self._deliver()
 
     def push_batch(self, stream: object, events: Sequence[tuple[object, object]]) -> int:
         """Events ``(triples, time)`` on ``stream``, as ``push`` takes them, applied in order, all
@@ -659,31 +675,36 @@ class Engine:
         try:
             # Only the queries the event gives work (engine.fanout); the others are not called.
             reached, units = fanout.reached(event, self.queries)
-            self._driven.update(dict.fromkeys(reached))
+            driven, seqs, epoch, clock = self._driven, self._seqs, self._epoch, _time.perf_counter
+            for query in reached:
+                driven[query] = None
             audited = fanout.skipped(event, units) if fanout.mode == "audit" else ()
             for query in reached:
                 if query.failure is None:
-                    check = fanout.audit(query, event) if query in audited else None
-                    started = _time.perf_counter()
+                    check = fanout.audit(query, event) if audited and query in audited else None
+                    started = clock()
                     try:
-                        query._on_event(event, self._seqs, self._epoch)
+                        query._on_event(event, seqs, epoch)
                     except Exception as error:  # one query's failure must not stop the others
                         self._fail(query, error)
                         continue
-                    query.latency.observe(_time.perf_counter() - started)
+                    query.latency.observe(clock() - started)
                     if check is not None:
                         check()
-            fanout.settle(units)
+            if units:
+                fanout.settle(units)
         finally:
             # The windows took their own references to what they keep.
             self.dictionary.decref_many(event.ids)
 
     def _deliver(self) -> None:
         # Only the queries driven since the last delivery can have emissions (all after an advance).
+        if not self._driven:
+            return
         driven, self._driven = self._driven, {}
         failure = None
         for query in list(self.queries.values()) if None in driven else driven:
-            if self.queries.get(query.name) is query:
+            if query._outbox and self.queries.get(query.name) is query:  # most have nothing
                 failure = query._deliver() or failure
         if failure is not None:
             raise failure

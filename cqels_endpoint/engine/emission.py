@@ -1,7 +1,7 @@
 """What a continuous query emits: ``Emission`` and the SPARQL 1.1 JSON form of terms.
 
 An evaluator hands the rows of one evaluation over as ``EmittedRows``: decoded mappings for
-callbacks, or SPARQL JSON written straight from term ids (``IdRows`` with a ``BindingsWriter``) for
+callbacks (``RowDecoder``), or SPARQL JSON written straight from term ids (``IdRows`` with a ``BindingsWriter``) for
 the HTTP subscribers, so a query watched only over SSE/NDJSON never builds a term per row.
 ``instantiate`` applies a CONSTRUCT template to the rows of one emission.
 """
@@ -277,11 +277,50 @@ class TemplateWriterPython:
         return "".join(lines)
 
 
+class RowDecoderPython:
+    """Rows of term ids (aligned with ``schema``, None for unbound) as solution mappings, for the
+    subscribers that read terms. The reference version of ``RowDecoder`` (compiled in
+    ``runtime/_r2s.pyx`` unless ``CQELS_PURE_PYTHON=1``)."""
+
+    __slots__ = ("_decode", "_kept", "_schema")
+
+    def __init__(self, dictionary, schema: Sequence[str]) -> None:
+        self._decode = dictionary.decode
+        self._schema = tuple(schema)
+        self._kept: dict[tuple, Row] = {}  # the last snapshot's rows → their mappings
+
+    def decode(self, row: tuple) -> Row:
+        """A row as a solution mapping (its unbound columns left out)."""
+        decode = self._decode
+        return {name: decode(value) for name, value in zip(self._schema, row) if value is not None}
+
+    def decode_all(self, rows: Sequence[tuple]) -> list[Row]:
+        """Every row decoded."""
+        return [self.decode(row) for row in rows]
+
+    def snapshot(self, rows: Sequence[tuple]) -> list[Row]:
+        """Γ at an evaluation (RSTREAM), where a row usually stays for many evaluations: each
+        distinct row is decoded once while it stays, and the mapping is shared by the snapshots
+        that list it (callers treat mappings as read-only)."""
+        previous, current = self._kept, {}
+        mappings = []
+        for row in rows:
+            mapping = previous.get(row)
+            if mapping is None:
+                mapping = current.get(row)
+                if mapping is None:
+                    mapping = self.decode(row)
+            current[row] = mapping
+            mappings.append(mapping)
+        self._kept = current
+        return mappings
+
+
 if use_pure_python():
-    BindingsWriter, TemplateWriter = BindingsWriterPython, TemplateWriterPython
+    BindingsWriter, TemplateWriter, RowDecoder = BindingsWriterPython, TemplateWriterPython, RowDecoderPython
 else:
     with compiled_imports("R2S writers"):
-        from cqels_endpoint.runtime._r2s import BindingsWriter, TemplateWriter  # noqa: F401  (selected twins)
+        from cqels_endpoint.runtime._r2s import BindingsWriter, RowDecoder, TemplateWriter  # noqa: F401  (selected twins)
 
 
 def term_from_json(param: str, value: object) -> ox.NamedNode | ox.Literal:

@@ -294,6 +294,8 @@ class FanOut:
             units = list(self._units.values())
             self._note(index, event.time, units)
             return [q for q in list(queries.values()) if q.reads(event.stream)], units
+        if index is not None and len(index.units) == 1 and not self._everywhere:
+            return self._reached_alone(index, event)
         units: set[_Unit] = set()
         if index is not None:
             units.update(index.always)
@@ -316,6 +318,35 @@ class FanOut:
         order = self._order
         reached.sort(key=order.__getitem__)
         return reached, list(units)
+
+    def _reached_alone(self, index: _StreamIndex, event: Event) -> tuple[list[ContinuousQuery], list[_Unit]]:
+        """``reached`` where one unit reads the stream and no ``STREAM ?s`` query any: the same
+        answer and timer pops, without the sets and the sort (a lone query, or queries sharing
+        all their windows)."""
+        (unit,) = index.units
+        reached = False
+        timers = index.timers
+        while timers and timers[0][0] <= event.time:
+            _time, _ordinal, version, due = heapq.heappop(timers)
+            if version == due.version and not due.removed:  # the stream's only live unit
+                reached = True
+                due.timer_at = None  # due: pushed again when settled
+        if not reached:
+            reached = unit in index.always or unit in index.any_predicate
+        if not reached:
+            by_predicate, ids = index.by_predicate, event.ids
+            for start in range(1, len(ids), 3):
+                if by_predicate.get(ids[start]):
+                    reached = True
+                    break
+        if not reached:
+            self._note(index, event.time, ())
+            return [], []
+        self._note(index, event.time, (unit,))
+        targets = list(unit.targets)
+        if len(targets) > 1:
+            targets.sort(key=self._order.__getitem__)
+        return targets, [unit]
 
     def skipped(self, event: Event, units: list[_Unit]) -> set[ContinuousQuery]:
         """In ``audit`` mode, the queries of ``units`` that the index would not have reached."""
@@ -380,8 +411,10 @@ class FanOut:
     def _note(self, index: _StreamIndex | None, time: int, reached: Iterable[_Unit]) -> None:
         """An event at ``time`` is dispatched on ``index``'s stream (None: no unit reads it) and
         reaches the ``reached`` units, caught up to the event before it."""
+        serial = self._serial
         for unit in reached:
-            self._catch_up(unit)
+            if unit.synced != serial:  # else no event came since it was last caught up
+                self._catch_up(unit)
         self._serial += 1
         if index is not None:
             index.latest = time

@@ -42,7 +42,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.engine.emission import BindingsWriter, IdRows, TemplateWriter
+from cqels_endpoint.engine.emission import BindingsWriter, IdRows, RowDecoder, TemplateWriter
 from cqels_endpoint.operators import emitted_total, punctuate_all
 from cqels_endpoint.operators.base import Operator, Sink
 from cqels_endpoint.operators.build import BuiltPlan, build_operators
@@ -54,7 +54,26 @@ from cqels_endpoint.plan.explain import explain_plan, plan_tree
 from cqels_endpoint.plan.nodes import PlanNode, StaticCache
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query.kinds import R2S, QueryForm
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.limits import LimitExceeded
+
+
+def release_rows_python(dictionary, rows: Sequence[tuple]) -> None:
+    """Drops one reference to each id of ``rows`` (None: an unbound column). The reference version
+    of ``release_rows`` (compiled in ``engine/_incremental.pyx`` unless ``CQELS_PURE_PYTHON=1``)."""
+    decref = dictionary.decref
+    for ids in rows:
+        for value in ids:
+            if value is not None:
+                decref(value)
+
+
+if use_pure_python():
+    WindowEntry = TermDictionary = release_rows = None
+else:
+    with compiled_imports("incremental evaluator's window entry"):
+        from cqels_endpoint.engine._incremental import WindowEntry, release_rows
+        from cqels_endpoint.runtime._dictionary import TermDictionary
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
@@ -104,17 +123,19 @@ class IncrementalEvaluator:
         self.static = static
         self.dictionary = dictionary
         self.plan = compile_plan(query, patterns)
-        # Rows whose references are dropped once the current evaluation has decoded its deltas.
+        # Rows whose references are dropped once the current evaluation has decoded its deltas: the
+        # operators hand them over through its ``append`` (no Python frame per row), so it stays
+        # one list, emptied in place.
         self._releasing: list[tuple] = []
         # NOW() is the evaluation time: rows enter the operators during evaluate(tau).
         self._tau = 0
         self.built: BuiltPlan = build_operators(
-            self.plan, dictionary, self._release_later, query.source, base_iri=query.base, now=lambda: self._tau
+            self.plan, dictionary, self._releasing.append, query.source, base_iri=query.base, now=lambda: self._tau
         )
         # Where each stream pattern's copies go: its window buffer (one per stream for STREAM ?s),
         # which keeps the set of triples.
         self._windows = {
-            pattern_id: _PathWindowCopies(buffer, self._release_later) if isinstance(buffer, PathWindow) else buffer
+            pattern_id: _PathWindowCopies(buffer, self._releasing.append) if isinstance(buffer, PathWindow) else buffer
             for pattern_id, buffer in self.built.buffers.items()
         }
         # STREAM ?s leaves restricted by static data: the (cache operator, column of ?s) of each
@@ -127,13 +148,20 @@ class IncrementalEvaluator:
         }
         self._streams_read: dict[int, tuple[tuple[int, ...], frozenset[str]]] = {}
         self._timed = self.built.timed
+        compiled = TermDictionary is not None and isinstance(dictionary, TermDictionary)
+        self._release_rows = release_rows if compiled else release_rows_python
+        if compiled and not self._timed:
+            # Without SEQ event patterns the window calls are the compiled twins of the methods
+            # below (engine/_incremental.pyx): the event feed reaches the buffers through C.
+            entry = WindowEntry(dictionary, self._windows)
+            self.on_insert, self.on_expire = entry.insert, entry.expire
         self._operators = list(self.built.operators.values())
         self._sources = self.built.sources
         self.sink: Sink = self.built.sink
         self._order: Order | None = None if self.plan.order is None else self.built.operators[self.plan.order.id]
         self.evaluations = 0
         self._closed = False
-        self._snapshot_mappings: dict[tuple, dict[str, Term]] = {}  # the last snapshot's rows, decoded
+        self._rows = RowDecoder(dictionary, self.sink.schema)  # the rows as mappings, for subscribers of terms
         self._writer = BindingsWriter(dictionary, self.sink.schema)
         self._template_writer = (
             TemplateWriter(dictionary, self.sink.schema, query.template) if query.form == QueryForm.CONSTRUCT else None
@@ -195,17 +223,36 @@ class IncrementalEvaluator:
     def emitted(self, tau: int, r2s: R2S) -> IdRows:
         """Closes the tick at ``tau`` like ``evaluate``: the rows ``r2s`` emits (the changes of its
         sign, or Γ for RSTREAM) as rows of ids, valid until the returned rows are released."""
-        changes = self.evaluate_rows(tau)
         if r2s is R2S.RSTREAM:
-            rows, decode_all = self.snapshot_rows(), self._decode_snapshot
+            # Γ itself is emitted: the tick's changes are taken (and ORDER BY's previous order
+            # forgotten) but not listed row by row.
+            taken = self._tick(tau)
+            if self._order is not None:
+                self._order.arrange(taken)
+            rows, decode_all = self.snapshot_rows(), self._rows.snapshot
         else:
             sign = 1 if r2s is R2S.ISTREAM else -1
-            rows, decode_all = [row for row, s in changes if s == sign], self._decode_all
+            rows, decode_all = [row for row, s in self.evaluate_rows(tau) if s == sign], self._rows.decode_all
         return IdRows(rows, decode_all, self._writer, self.release_decoded, self._template_writer)
 
     def evaluate_rows(self, tau: int) -> list[tuple[tuple, int]]:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
+        taken = self._tick(tau)
+        if self._order is not None:
+            return self._order.arrange(taken)
+        changes: list[tuple[tuple, int]] = []
+        append = changes.append
+        for row, count in taken:
+            if count == 1 or count == -1:  # nearly every change: one occurrence
+                append((row, count))
+            else:
+                changes.extend([(row, 1 if count > 0 else -1)] * abs(count))
+        return changes
+
+    def _tick(self, tau: int) -> list[tuple[tuple, int]]:
+        """Punctuates the plan at ``tau`` (bounded by ``max_tick_rows``): the sink's net changes
+        ``(row, signed count)`` since the previous tick."""
         self._tau = tau
         operators = self._operators
         start = emitted_total(operators)
@@ -221,36 +268,11 @@ class IncrementalEvaluator:
         self.tick_rows = emitted_total(operators) - start
         self.peak_tick_rows = max(self.peak_tick_rows, self.tick_rows)
         self.evaluations += 1
-        taken = self.sink.take()
-        if self._order is not None:
-            return self._order.arrange(taken)
-        changes = []
-        for row, count in taken:
-            sign = 1 if count > 0 else -1
-            changes.extend((row, sign) for _ in range(abs(count)))
-        return changes
+        return self.sink.take()
 
     def snapshot(self) -> list[dict[str, Term]]:
         """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""
-        return self._decode_snapshot(self.snapshot_rows())
-
-    def _decode_snapshot(self, rows: list[tuple]) -> list[dict[str, Term]]:
-        """RSTREAM asks for Γ at every evaluation, and a row usually stays in Γ for many of them: each
-        distinct row of ids is decoded once while it stays, and the mapping is shared by the
-        snapshots that list it (callers treat mappings as read-only)."""
-        previous, current = self._snapshot_mappings, {}
-        decode = self.decode
-        mappings = []
-        for row in rows:
-            mapping = current.get(row)
-            if mapping is None:
-                mapping = previous.get(row)
-                if mapping is None:
-                    mapping = decode(row)
-                current[row] = mapping
-            mappings.append(mapping)
-        self._snapshot_mappings = current
-        return mappings
+        return self._rows.snapshot(self.snapshot_rows())
 
     def snapshot_rows(self) -> list[tuple]:
         """``snapshot`` before decoding."""
@@ -324,24 +346,13 @@ class IncrementalEvaluator:
 
     def decode(self, row: tuple) -> dict[str, Term]:
         """A row of ``sink.schema`` as a solution mapping."""
-        decode = self.dictionary.decode
-        return {name: decode(value) for name, value in zip(self.sink.schema, row) if value is not None}
-
-    def _decode_all(self, rows: list[tuple]) -> list[dict[str, Term]]:
-        decode = self.decode
-        return [decode(row) for row in rows]
-
-    def _release_later(self, ids: tuple) -> None:
-        self._releasing.append(ids)
+        return self._rows.decode(row)
 
     def release_decoded(self) -> None:
         """Drops the references of the rows that left with the last evaluation (decoded by now)."""
-        releasing, self._releasing = self._releasing, []
-        decref = self.dictionary.decref
-        for ids in releasing:
-            for value in ids:
-                if value is not None:
-                    decref(value)
+        releasing = self._releasing.copy()
+        self._releasing.clear()
+        self._release_rows(self.dictionary, releasing)
 
     def _counters(self, node: PlanNode) -> dict[str, Any]:
         operator: Operator | None = self.built.operators.get(node.id)

@@ -33,6 +33,16 @@ cdef class _SinkNode(Node):
             _add(pending, row, sign)
         return 0
 
+    def rows(self):
+        """Γ now (``base.Sink.rows``: each row as often as its multiplicity, as ``elements()``
+        lists them), without an iterator object per row."""
+        cdef list rows = []
+        cdef Py_ssize_t k
+        for row, count in (<dict>self.relation).items():
+            for k in range(<Py_ssize_t>count):
+                rows.append(row)
+        return rows
+
     def on_batch(self, port, deltas):
         """A Python edge (ORDER BY, a twin): its Deltas counted as they come."""
         PythonSink.on_batch(self, port, deltas)

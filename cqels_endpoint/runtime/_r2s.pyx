@@ -2,7 +2,9 @@
 """Compiled R2S writers: the twins of ``engine.emission``'s ``BindingsWriterPython`` and
 ``TemplateWriterPython`` (the same text for the same rows). The text of each term id is written once
 from its term and kept, UTF-8, in a C++ hash map by id; an emission's rows are written into one C++
-string, read once into the Python text: no per-row or per-field Python string on the way."""
+string, read once into the Python text: no per-row or per-field Python string on the way.
+``RowDecoder``, the twin of ``RowDecoderPython``, decodes rows of ids into solution mappings for the
+subscribers that read terms, through the compiled dictionary's C decode."""
 
 from cython.operator cimport dereference as deref
 from libc.stdint cimport int64_t
@@ -14,6 +16,8 @@ from libcpp.vector cimport vector
 import json
 
 import pyoxigraph as ox
+
+from cqels_endpoint.runtime._dictionary cimport TermDictionary
 
 from cqels_endpoint.runtime.term_kinds import TermKind
 from cqels_endpoint.runtime.term_text import ntriples_term, template_part, term_json
@@ -191,3 +195,76 @@ cdef class TemplateWriter:
                     if seen.insert(line).second:
                         out.append(line)
         return out.decode("utf-8")
+
+
+cdef enum:
+    INLINE_TERMS = 1 << 12
+
+
+cdef class RowDecoder:
+    """Rows of term ids (aligned with ``schema``, None for unbound) as solution mappings (see
+    emission.RowDecoderPython): one dict per row, each id decoded by the compiled dictionary in C
+    (by its ``decode`` for the twin dictionary)."""
+
+    cdef object _dictionary
+    cdef TermDictionary _compiled  # None when the dictionary is the twin
+    cdef tuple _schema
+    cdef dict _kept  # the last snapshot's rows → their mappings
+    # Inline ids (numbers, dates, booleans) → their literals: the dictionary builds a new literal
+    # at each decode of one, and an id is its value, so a kept literal never goes stale. Bounded
+    # like _IdTexts (cleared when full).
+    cdef dict _inline
+
+    def __init__(self, dictionary, schema):
+        self._dictionary = dictionary
+        self._compiled = dictionary if isinstance(dictionary, TermDictionary) else None
+        self._schema = tuple(schema)
+        self._kept = {}
+        self._inline = {}
+
+    cdef object _term(self, object value):
+        cdef int64_t term_id = value
+        if term_id < 0:
+            term = self._inline.get(value)
+            if term is None:
+                term = self._dictionary.decode(value)
+                if len(self._inline) >= INLINE_TERMS:
+                    self._inline.clear()
+                self._inline[value] = term
+            return term
+        if self._compiled is not None:
+            return self._compiled._decode(term_id)
+        return self._dictionary.decode(value)
+
+    cpdef dict decode(self, row):
+        """A row as a solution mapping (its unbound columns left out)."""
+        cdef tuple values = row if type(row) is tuple else tuple(row)
+        cdef dict mapping = {}
+        cdef Py_ssize_t column, width = min(len(self._schema), len(values))
+        for column in range(width):
+            value = values[column]
+            if value is not None:
+                mapping[self._schema[column]] = self._term(value)
+        return mapping
+
+    def decode_all(self, rows):
+        """Every row decoded."""
+        return [self.decode(row) for row in rows]
+
+    def snapshot(self, rows):
+        """Γ at an evaluation (RSTREAM): each distinct row decoded once while it stays in Γ, its
+        mapping shared by the snapshots that list it."""
+        cdef dict previous = self._kept, current = {}
+        cdef list mappings = []
+        for row in rows:
+            # Most rows were in the last snapshot: two lookups each (a row listed twice, a bag's
+            # duplicate, is found in ``current`` the second time).
+            mapping = previous.get(row)
+            if mapping is None:
+                mapping = current.get(row)
+                if mapping is None:
+                    mapping = self.decode(row)
+            current[row] = mapping
+            mappings.append(mapping)
+        self._kept = current
+        return mappings

@@ -160,7 +160,7 @@ class ArrivalRate:
             self._buckets[-1][1] += events
         else:
             self._buckets.append([start, events])
-        self._forget(now_ms)
+            self._forget(now_ms)  # only a new bucket grows the deque (count() forgets first)
 
     def count(self, now_ms: int) -> int:
         """Arrivals in the minute before ``now_ms`` (whole buckets: up to a second more)."""
@@ -359,6 +359,30 @@ class Streams:
             released.extend(clock.accept(event, now_ms))
         return released
 
+    def push_one(
+        self,
+        iri: str,
+        triples: object,
+        time: int,
+        now_ms: int | None = None,
+        *,
+        encode: Callable[..., Sequence[int]],
+        kept_predicates: Callable[[str], Collection[int] | None] | None = None,
+    ) -> list[Event]:
+        """``push_batch`` of the one event ``(triples, time)``, without its lists: the events
+        released (the same predicate filter when the event is released at once)."""
+        clock = self.clock(iri)
+        # Not before the stream's latest time, so not late (the watermark is never past it), and
+        # no future bound: nothing to check or count.
+        if self.max_future_ms is not None or (clock.latest is not None and time < clock.latest):
+            clock.check_batch((time,), now_ms, self.max_future_ms)
+        kept = None
+        if kept_predicates is not None and clock.lateness_ms == 0 and not clock._buffer:
+            kept = kept_predicates(iri)
+        ids = encode(triples) if kept is None else encode(triples, kept)
+        # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per event.
+        return clock.accept(tuple.__new__(Event, (iri, time, ids, next(self._arrivals), _time.perf_counter())), now_ms)
+
     def buffer(self, iri: str, time: int, ids: Sequence[int]) -> None:
         """Puts back an event accepted before a restart and not released then (``engine.clocks``):
         it waits, as it did, for the watermark."""
@@ -485,8 +509,12 @@ def event_triples(data: object) -> object:
     else as ``to_triples`` converts it."""
     if TripleForms is not None and isinstance(data, TripleForms):
         return data
-    if type(data) in (list, tuple) and all(type(item) in _ENCODED_AS_THEY_ARE for item in data):
-        return data
+    if type(data) in (list, tuple):
+        for item in data:  # a loop, not all(): no generator per push
+            if type(item) not in _ENCODED_AS_THEY_ARE:
+                break
+        else:
+            return data
     if isinstance(data, (str, bytes)):
         forms = read_plain_ntriples(data)
         if forms is not None:
