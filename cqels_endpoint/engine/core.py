@@ -663,7 +663,7 @@ class Engine:
                     check = fanout.audit(query, event) if query in audited else None
                     started = _time.perf_counter()
                     try:
-                        query._on_event(event, self._seqs, self._epoch)
+                        fanout.run(query, event, self._seqs, self._epoch)
                     except Exception as error:  # one query's failure must not stop the others
                         self._fail(query, error)
                         continue
