@@ -64,7 +64,8 @@ def child(case: str, count: int, events: int, warmup: int) -> dict:
         per_event.append(time.perf_counter() - tick)
         cpu.append(time.process_time() - cpu_tick)
     engine.close()
-    return {"mean_ms": 1000 * statistics.fmean(per_event[warmup:]), "cpu_ms": 1000 * statistics.fmean(cpu[warmup:]), "emissions": sum(q.emitted for q in queries), "digest": digest.hexdigest()}
+    return {"mean_ms": 1000 * statistics.fmean(per_event[warmup:]), "cpu_ms": 1000 * statistics.fmean(cpu[warmup:]),
+            "emissions": sum(q.emitted for q in queries), "digest": digest.hexdigest()}
 
 
 def run_child(checkout: Path, case: str, count: int, events: int, warmup: int) -> dict:
@@ -95,7 +96,8 @@ def main() -> None:
             if (ours["digest"], ours["emissions"]) != (base["digest"], base["emissions"]):
                 raise SystemExit(f"{case}, {count} queries: the two checkouts emitted different results")
             rows.append((case, count, ours, base))
-            print(f"{case} {count}: {ours['mean_ms']:.4f} ms/event ({ours['cpu_ms']:.4f} CPU), baseline {base['mean_ms']:.4f} ({base['cpu_ms']:.4f} CPU)", flush=True)
+            figures = f"{ours['mean_ms']:.4f} ms/event ({ours['cpu_ms']:.4f} CPU), baseline {base['mean_ms']:.4f} ({base['cpu_ms']:.4f} CPU)"
+            print(f"{case} {count}: {figures}", flush=True)
 
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
     lines = [
@@ -105,7 +107,8 @@ def main() -> None:
         f"this checkout against `{args.baseline}` (the commit before issue 30's fan-out), each point a fresh process; "
         f"{machine()}, load average {load} at the end. Both checkouts emitted identical results at every point.",
         "",
-        "| case | queries | this checkout (ms/event) | baseline (ms/event) | baseline / this | this checkout, CPU (ms/event) | baseline, CPU (ms/event) | baseline / this, CPU |",
+        "| case | queries | this checkout (ms/event) | baseline (ms/event) | baseline / this "
+        "| this checkout, CPU (ms/event) | baseline, CPU (ms/event) | baseline / this, CPU |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for case, count, ours, base in rows:
