@@ -244,14 +244,22 @@ class ContinuousQuery:
                 if self._reads_stream(st, event.stream):
                     for gone in window.statements(event.stream, statements):
                         evaluator.on_expire(st.id, gone)
-        for pattern_id, ids, index in matched:
-            seq, expired = self.windows[pattern_id].offer(event.stream, event.time, tau, seqs, index)
-            if seq is not None:  # None: already out of the window at the query's clock, or shed
-                evaluator.on_insert(pattern_id, ids, event.time, seq)
-            for gone in expired:
-                evaluator.on_expire(pattern_id, gone)
+        self._offer(event, matched, tau, seqs)
         if self.schedule is None:
             self._evaluate(tau)
+
+    def _offer(self, event: Event, matched: list[tuple[int, tuple[int, ...], int]], tau: int, seqs: itertools.count) -> None:
+        """Offers each ``(pattern id, ids, index)`` of ``_route(event)`` to its window reader at
+        clock ``tau``, and what enters and leaves to the evaluator."""
+        evaluator = self.evaluator
+        windows = self.windows
+        stream, t = event.stream, event.time
+        for pattern_id, ids, index in matched:
+            seq, expired = windows[pattern_id].offer(stream, t, tau, seqs, index)
+            if seq is not None:  # None: already out of the window at the query's clock, or shed
+                evaluator.on_insert(pattern_id, ids, t, seq)
+            for gone in expired:
+                evaluator.on_expire(pattern_id, gone)
 
     def reads(self, stream: str) -> bool:
         """Whether the events of ``stream`` go to this query: a stream it names, or one a ``STREAM

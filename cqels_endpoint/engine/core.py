@@ -684,7 +684,7 @@ class Engine:
                     check = fanout.audit(query, event) if audited and query in audited else None
                     started = clock()
                     try:
-                        query._on_event(event, seqs, epoch)
+                        fanout.run(query, event, seqs, epoch)
                     except Exception as error:  # one query's failure must not stop the others
                         self._fail(query, error)
                         continue

@@ -31,7 +31,15 @@ Skipped eager queries keep the clock and evaluation count they had until read (t
 ``evaluations`` properties call ``_catch_up``): each stream's dispatched times never decrease
 (every reader is caught up first when one does, after ``reset_clock``), so the clock a skipped
 query would have is its stream's latest time when events came since it was last reached, and each
-such event is one evaluation. ``CQELS_FANOUT=all`` reaches every reader with every event (today's path, for comparison);
+such event is one evaluation.
+
+The queries of a unit read the same stream patterns, so an event's matches are the same for all:
+in a unit of eager queries that route and window like any other (``_batched``), ``run`` routes an
+event once and each query offers the matches to its window readers and evaluates, what its
+``_on_event`` does, without the checks that cannot apply to it.
+
+``CQELS_FANOUT=all`` reaches every reader with every event through its own ``_on_event`` (today's
+path, for comparison);
 ``CQELS_FANOUT=audit`` also does, and checks that each query the index would have skipped emitted
 nothing, kept its windows and moved its clock only as ``_catch_up`` would (the tests run it).
 
@@ -49,7 +57,7 @@ import heapq
 import itertools
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.continuous import ContinuousQuery
@@ -67,8 +75,8 @@ class _Unit:
     """The queries reading one set of window states (registration order), reached together."""
 
     __slots__ = (
-        "always", "held", "key", "members", "ordinal", "predicates", "queries", "removed",
-        "seen", "settled", "streams", "synced", "targets", "timer_at", "version",
+        "always", "batched", "held", "key", "members", "ordinal", "predicates", "queries", "removed",
+        "routed", "seen", "settled", "streams", "synced", "targets", "timer_at", "version",
     )
 
     def __init__(self, query: ContinuousQuery, ordinal: int, predicates: dict[str, set[int] | None], held: list[int]) -> None:
@@ -89,6 +97,10 @@ class _Unit:
         self.settled = False  # ``fresh`` said no: it stays so until a query joins
         self.synced = -1  # ``FanOut._serial`` when last caught up: nothing to catch up while equal
         self.removed = False
+        # Whether its targets share the routing of an event (``FanOut.run``), and the event last
+        # routed with its matches, until ``settle``.
+        self.batched = False
+        self.routed: tuple[Event, list] | None = None
 
     def fresh(self) -> bool:
         """Whether an event must reach it whatever it matches: never evaluated yet (an eager
@@ -201,6 +213,7 @@ class FanOut:
                 unit.targets.append(query)
             members.append(query)
         self._unit_of[query] = unit
+        unit.batched = self.mode != "all" and _batched(unit.targets)
         driven._behind = lambda: unit.synced == self._serial or self._catch_up(unit)
         self._classify(unit)
 
@@ -230,6 +243,7 @@ class FanOut:
             query._behind = None
             unit.targets.remove(query)
             unit.queries.remove(query)
+        unit.batched = self.mode != "all" and _batched(unit.targets)
         if unit.queries:
             return
         unit.removed = True
@@ -348,6 +362,28 @@ class FanOut:
             targets.sort(key=self._order.__getitem__)
         return targets, [unit]
 
+    def run(self, query: ContinuousQuery, event: Event, seqs: Iterator[int], step: int) -> None:
+        """Hands ``event`` to ``query``, one of those ``reached`` gave. The queries of a unit read
+        the same stream patterns through the same window states: in a unit of eager queries, each
+        with routers and windows like any other (``_batched``), the event is routed once for all
+        (``ContinuousQuery._route``, kept until ``settle``) and each query offers the matches to its
+        windows and evaluates, the calls of its ``_on_event`` without the checks that cannot apply."""
+        unit = self._unit_of.get(query)
+        if unit is None or not unit.batched or query.on_changes is not None:
+            query._on_event(event, seqs, step)
+            return
+        routed = unit.routed
+        if routed is not None and routed[0] is event:
+            matched = routed[1]
+        else:
+            matched = query._route(event)
+            unit.routed = (event, matched)
+        query._received = event.received
+        clock = query._clock  # caught up by ``reached``
+        tau = event.time if clock is None or clock < event.time else clock
+        query._offer(event, matched, tau, seqs)
+        query._evaluate(tau)
+
     def skipped(self, event: Event, units: list[_Unit]) -> set[ContinuousQuery]:
         """In ``audit`` mode, the queries of ``units`` that the index would not have reached."""
         index = self._streams.get(event.stream)
@@ -383,6 +419,7 @@ class FanOut:
     def settle(self, units: Iterable[_Unit]) -> None:
         """``units`` were reached (by an event or an advance): their timers and classes anew."""
         for unit in units:
+            unit.routed = None
             if not unit.removed:
                 self._classify(unit)
 
@@ -438,6 +475,17 @@ class FanOut:
                         query._evaluations += skipped
                         query.evaluator.evaluations += skipped
                         query._clock = max(query._clock, index.latest)
+
+
+def _batched(targets: list[ContinuousQuery]) -> bool:
+    """Whether ``FanOut.run`` routes an event once for ``targets``, the queries of one unit: two or
+    more (so no query feeds its windows alone, ``ContinuousQuery._fed``), each a plain eager query
+    naming its streams, with no stream-wide count window (those count every statement first)."""
+    return len(targets) > 1 and all(
+        type(query) is ContinuousQuery and query.schedule is None and not query._variable
+        and not any(stream_wide(st.window) for st in query.patterns)
+        for query in targets
+    )
 
 
 def _always(query: ContinuousQuery) -> bool:

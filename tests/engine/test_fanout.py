@@ -27,6 +27,8 @@ SHAPES = [
     (f"SELECT ?s WHERE {{ STREAM <{S2}> [RANGE 20ms TUMBLING] {{ ?s <{EX}p1> ?o }} }}", "ISTREAM", None),
     (f"SELECT (COUNT(*) AS ?n) WHERE {{ STREAM <{S1}> [RANGE 25ms] {{ ?s <{EX}p1> ?o }} }}", "ISTREAM", None),
     (f"SELECT ?s ?o WHERE {{ STREAM <{S1}> [RANGE 25ms] {{ ?s <{EX}p2> ?o FILTER(?o > 1) }} }}", "ISTREAM", None),
+    # The stream pattern and window of the first three: a unit of eager queries routed once (FanOut.run).
+    (f"SELECT ?s ?o WHERE {{ STREAM <{S1}> [RANGE 30ms] {{ ?s <{EX}p0> ?o FILTER(?o >= 1) }} }}", "ISTREAM", None),
     (f"SELECT ?a ?c WHERE {{ STREAM <{S1}> [RANGE 40ms] {{ ?a <{EX}p0> ?b }} STREAM <{S2}> [RANGE 15ms] {{ ?c <{EX}p1> ?b }} }}",
      "ISTREAM", None),
     (f"SELECT ?a ?c WHERE {{ STREAM <{S1}> [NOW] {{ ?a <{EX}p2> ?b }} STREAM <{S2}> [RANGE 15ms] {{ ?c <{EX}p2> ?b }} }}",
@@ -138,3 +140,35 @@ def test_the_predicate_index_holds_and_releases_its_ids() -> None:
     engine.unregister("q")
     assert len(engine.dictionary) == baseline
     engine.close()
+
+
+def test_the_queries_of_a_unit_share_the_routing_of_an_event_and_answer_as_alone() -> None:
+    texts = [f"SELECT ?s ?o WHERE {{ STREAM <{S1}> [RANGE 30ms] {{ ?s <{EX}p0> ?o FILTER(?o >= {i}) }} }}" for i in range(4)]
+
+    def answers(mode: str) -> tuple[list, int]:
+        engine = Engine()
+        engine.fanout = FanOut(engine.dictionary, mode)
+        seen: list = []
+        queries = [engine.register(text, r2s=r2s) for text in texts for r2s in ("ISTREAM", "DSTREAM")]
+        for query in queries:
+            query.subscribe(lambda e, name=query.name: seen.append((name, e.time, sorted(str(r["o"]) for r in e.rows))))
+        routes = 0
+        for query in queries:
+            original = query._route
+
+            def counted(event, original=original):
+                nonlocal routes
+                routes += 1
+                return original(event)
+
+            query._route = counted
+        for k in range(12):
+            engine.push(S1, f"<{EX}e{k}> <{EX}p0> {k % 5} .", time=10 * k)
+        seen.append([(q.clock, q.evaluations, len(q.windows[0])) for q in queries])
+        engine.close()
+        return seen, routes
+
+    indexed, routes = answers("index")
+    alone, routes_alone = answers("all")
+    assert indexed == alone
+    assert (routes, routes_alone) == (12, 12 * 8)  # once an event for the unit, against once a query
