@@ -13,12 +13,22 @@ columns, so stream rows probe the cache by index.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from cqels_endpoint.errors import OperatorError
+from cqels_endpoint.operators import COMPILED
 from cqels_endpoint.operators.base import Delta, Source
+
+if COMPILED:
+    from cqels_endpoint.operators._base import Node
+else:
+    Node = ()  # no compiled node: every downstream gets Deltas
+
+
+# How many rows that left with a released change give their dictionary references back per tick.
+RELEASE_ROWS_PER_TICK = 4096
 
 
 class StaticCache(Source):
@@ -28,7 +38,8 @@ class StaticCache(Source):
     numbers. ``replace(rows)`` takes over one reference to every id of every row it is given:
     references of rows it already held are handed back through ``on_release`` at once, those of
     rows that left the cache when the tick after the one that retracted them punctuates (the
-    evaluator may decode the -1 rows after their tick's punctuation returned).
+    evaluator may decode the -1 rows after their tick's punctuation returned); of the rows a
+    released change removed, ``RELEASE_ROWS_PER_TICK`` in each tick from then on.
     """
 
     fed_by = "replace()"
@@ -44,9 +55,15 @@ class StaticCache(Source):
         self._next_leaf = -1
         self.replacements = 0
         # A change being staged: its deltas, and the rows it removed (their references are kept
-        # until the tick after the one that sends the -1 downstream, as for replace()).
-        self._staged: list[Delta] = []
+        # until the tick after the one that sends the -1 downstream, as for replace()). The deltas
+        # are plain tuples of ints, which CPython untracks at their first collection: a Delta (a
+        # tuple subclass) stays tracked, and the 200,000 of a large change triggered full
+        # collections while it was staged.
+        self._staged: list[tuple[tuple, int, tuple[int]]] = []
         self._staged_removed: list[tuple] = []
+        # Rows that left with a released change, not yet handed to ``_released`` (at most
+        # ``RELEASE_ROWS_PER_TICK`` a tick).
+        self._retired: deque[tuple] = deque()
 
     def replace(self, rows: Iterable[tuple]) -> None:
         """Make ``rows`` (a bag) the cache's content; the difference goes downstream at the next tick."""
@@ -95,7 +112,7 @@ class StaticCache(Source):
         staged, ids_of_row, leaf = self._staged, self._ids_of_row, self._next_leaf
         for row in added:
             ids_of_row.add(row, leaf)
-            staged.append(Delta(row, 1, (leaf,)))
+            staged.append((row, 1, (leaf,)))
             leaf -= 1
         self._next_leaf = leaf
         self.inputs_seen += len(added)
@@ -103,7 +120,7 @@ class StaticCache(Source):
             if row not in ids_of_row:
                 msg = f"{self.label}: row {row} leaves the cache but is not in it"
                 raise OperatorError(msg)
-            staged.append(Delta(row, -1, (ids_of_row.pop(row),)))
+            staged.append((row, -1, (ids_of_row.pop(row),)))
             self._staged_removed.append(row)
         self.inputs_seen += len(removed)
 
@@ -122,9 +139,22 @@ class StaticCache(Source):
     def release_staged(self) -> None:
         """The change staged so far goes downstream with the next tick, as one change."""
         self.replacements += 1
-        self._pending.extend(self._staged)
-        self._released.extend(self._staged_removed)
+        if isinstance(self.downstream, Node):
+            self._pending.extend(self._staged)  # a compiled node reads plain tuples as deltas
+        else:
+            self._pending.extend(map(Delta._make, self._staged))
+        self._retired.extend(self._staged_removed)
         self._staged, self._staged_removed = [], []
+
+    def on_punctuation(self, tau: int) -> None:
+        # The references of the rows a large change removed are handed back over the following
+        # ticks, a bounded number each: all at once, a tenth of a million-row cache is 300,000
+        # dictionary releases (0.2–0.3 s) inside one push. They stay valid meanwhile; only the
+        # dictionary's entries live a few ticks longer.
+        retired = self._retired
+        if retired:
+            self._released.extend(retired.popleft() for _ in range(min(len(retired), RELEASE_ROWS_PER_TICK)))
+        super().on_punctuation(tau)
 
     def _add(self, row: tuple) -> int:
         leaf = self._next_leaf
@@ -147,12 +177,13 @@ class StaticCache(Source):
         return [row for row, leaf_ids in self._ids_of_row.items() for _ in leaf_ids]
 
     def held(self) -> list[tuple]:
-        return [*self.rows(), *self._staged_removed]
+        return [*self.rows(), *self._staged_removed, *self._retired]
 
     def close(self) -> None:
         super().close()
         self._ids_of_row = LeafIds()
         self._staged, self._staged_removed = [], []
+        self._retired.clear()
 
     def __len__(self) -> int:
         return len(self._ids_of_row)
