@@ -22,13 +22,13 @@ from cqels_endpoint.operators import COMPILED
 from cqels_endpoint.operators.base import Delta, Source
 
 if COMPILED:
-    from cqels_endpoint.operators._base import Node
+    from cqels_endpoint.operators._base import Batch, Node
 else:
     Node = ()  # no compiled node: every downstream gets Deltas
 
 
 # How many rows that left with a released change give their dictionary references back per tick.
-RELEASE_ROWS_PER_TICK = 4096
+RELEASE_ROWS_PER_TICK = 1024
 
 
 class StaticCache(Source):
@@ -61,6 +61,10 @@ class StaticCache(Source):
         # collections while it was staged.
         self._staged: list[tuple[tuple, int, tuple[int]]] = []
         self._staged_removed: list[tuple] = []
+        # The staged deltas as batches, one per part, for a compiled downstream (a ``Node``); in
+        # ``_pending`` from the release on (``_batches_pending``).
+        self._staged_batches: list = []
+        self._batches_pending = False
         # Rows that left with a released change, not yet handed to ``_released`` (at most
         # ``RELEASE_ROWS_PER_TICK`` a tick).
         self._retired: deque[tuple] = deque()
@@ -110,6 +114,7 @@ class StaticCache(Source):
             msg = f"{self.label}: row {wrong} does not match the schema {self.schema}"
             raise OperatorError(msg)
         staged, ids_of_row, leaf = self._staged, self._ids_of_row, self._next_leaf
+        start = len(staged)
         for row in added:
             ids_of_row.add(row, leaf)
             staged.append((row, 1, (leaf,)))
@@ -123,6 +128,10 @@ class StaticCache(Source):
             staged.append((row, -1, (ids_of_row.pop(row),)))
             self._staged_removed.append(row)
         self.inputs_seen += len(removed)
+        if isinstance(self.downstream, Node) and len(staged) > start:
+            # Made now, a part at a time under the engine's short holds of its lock, so that the
+            # evaluation that releases the change only pushes the batches through the join.
+            self._staged_batches.append(Batch.of(width, staged[start:]))
 
     def discard_staged(self) -> None:
         """Undoes the change staged so far (its install failed): the cache holds what it held
@@ -134,17 +143,18 @@ class StaticCache(Source):
                     self._on_release(row)
             else:
                 self._ids_of_row.add(row, leaf)
-        self._staged, self._staged_removed = [], []
+        self._staged, self._staged_removed, self._staged_batches = [], [], []
 
     def release_staged(self) -> None:
         """The change staged so far goes downstream with the next tick, as one change."""
         self.replacements += 1
         if isinstance(self.downstream, Node):
-            self._pending.extend(self._staged)  # a compiled node reads plain tuples as deltas
+            self._pending.extend(self._staged_batches)
+            self._batches_pending = self._batches_pending or bool(self._staged_batches)
         else:
             self._pending.extend(map(Delta._make, self._staged))
         self._retired.extend(self._staged_removed)
-        self._staged, self._staged_removed = [], []
+        self._staged, self._staged_removed, self._staged_batches = [], [], []
 
     def on_punctuation(self, tau: int) -> None:
         # The references of the rows a large change removed are handed back over the following
@@ -154,7 +164,24 @@ class StaticCache(Source):
         retired = self._retired
         if retired:
             self._released.extend(retired.popleft() for _ in range(min(len(retired), RELEASE_ROWS_PER_TICK)))
+        if self._batches_pending:
+            self._batches_pending = False
+            pending, self._pending = self._pending, []
+            self._emit_in_order(pending)
         super().on_punctuation(tau)
+
+    def _emit_in_order(self, pending: list) -> None:
+        """Sends ``pending`` (Deltas and the batches of a released change) downstream in order."""
+        run: list[Delta] = []
+        for item in pending:
+            if isinstance(item, Batch):
+                self.emit(run)
+                run = []
+                self.outputs_emitted += len(item)
+                self.downstream.push_batch(self.downstream_port, item)
+            else:
+                run.append(item)
+        self.emit(run)
 
     def _add(self, row: tuple) -> int:
         leaf = self._next_leaf
@@ -182,7 +209,8 @@ class StaticCache(Source):
     def close(self) -> None:
         super().close()
         self._ids_of_row = LeafIds()
-        self._staged, self._staged_removed = [], []
+        self._staged, self._staged_removed, self._staged_batches = [], [], []
+        self._batches_pending = False
         self._retired.clear()
 
     def __len__(self) -> int:

@@ -247,7 +247,7 @@ def test_a_staged_change_adds_no_tracked_object_per_row() -> None:
     gc.collect()
     before = len(gc.get_objects())
     for start in range(0, rows, 1000):
-        cache.stage([(i, -i) for i in range(start, start + 1000)], [])
+        cache.stage([(i, i + 1) for i in range(start, start + 1000)], [])
     cache.release_staged()
     gc.collect()  # CPython untracks tuples of ints (a Delta, a tuple subclass, it would not)
     assert len(gc.get_objects()) - before < rows / 20
