@@ -7,8 +7,10 @@ downstream with the next punctuation, so a swap alone emits nothing
 (docs/ARCHITECTURE.md, "Static data and caches"). A rebuild is applied instead as a difference
 already computed, in parts (:meth:`StaticCache.stage`, each part under one short hold of the
 engine's lock) released downstream as one change by :meth:`StaticCache.release_staged`: an
-evaluation between two parts still sees the content from before the rebuild. The join downstream indexes the rows on its join
-columns, so stream rows probe the cache by index.
+evaluation between two parts still sees the content from before the rebuild. A compiled join
+downstream gets the change as the batches made from each part as it was staged, so the releasing
+evaluation does not convert it. The join downstream indexes the rows on its join columns, so
+stream rows probe the cache by index.
 """
 
 from __future__ import annotations
