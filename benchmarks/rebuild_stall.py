@@ -23,7 +23,8 @@ and the cyclic garbage collector's runs that started in the phase (``gc.callback
 full (generation 2) collections, the longest run of any generation (wall time), the most CPU time
 one run took (on a loaded machine the wall time also counts the wait for a core) and the wall time
 of all; with, at the end, how many objects the collector tracks (``len(gc.get_objects())``).
-Each checkout runs in its own process (``--baseline``: another built checkout, e.g. the commit
+The figures go to ``--out`` and a plot of the longest push call and wait per rebuild beside it
+(``.png``). Each checkout runs in its own process (``--baseline``: another built checkout, e.g. the commit
 before the change, made with ``git worktree add /tmp/base HEAD`` and the compiled extensions
 copied in), one after the other on the same machine; both must end with caches of the same size.
 """
@@ -233,7 +234,35 @@ def main() -> None:
     after = " ".join(f"{v:.1f}" for v in os.getloadavg())
     text = report(runs, args, f"{before} / {after}")
     args.out.write_text(text)
+    plot(runs, args.out.with_suffix(".png"))
     print(text)
+
+
+def plot(runs: dict[str, dict], path: Path) -> None:
+    """Per checkout and rebuild, the longest push call and the longest wait from due, against the target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    phases = ("one triple", "a tenth replaced")
+    figure, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for axis, (measure, title) in zip(axes, (("call", "longest push call"), ("from_due", "longest push from due"))):
+        width = 0.8 / len(runs)
+        for k, (label, run) in enumerate(runs.items()):
+            values = [run["phases"][phase][measure][2] for phase in phases]
+            bars = axis.bar([i + k * width for i in range(len(phases))], values, width, label=label)
+            axis.bar_label(bars, fmt="%.0f", fontsize=8)
+        axis.axhline(50, color="grey", linestyle="--", linewidth=1, label="target 50 ms")
+        axis.set_xticks([i + width * (len(runs) - 1) / 2 for i in range(len(phases))], phases)
+        axis.set_yscale("log")
+        top = max(run["phases"][phase][measure][2] for run in runs.values() for phase in phases)
+        axis.set_ylim(top=top * 20)  # room for the legend above the bars
+        axis.set_ylabel("ms")
+        axis.set_title(f"{title} during the rebuild")
+        axis.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -32,7 +32,7 @@ from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.runtime.encoding import decode_inline
 from cqels_endpoint.runtime.functions.extensions import custom_functions
-from cqels_endpoint.runtime.untracked import untrack_row
+from cqels_endpoint.runtime.untracked import untrack_row, untrack_tuple
 from cqels_endpoint.terms import IRI
 
 StaticSource = object
@@ -104,15 +104,21 @@ class RowChunks(Sequence):
     """The rows of a build kept by the rebuild manager, in tuples of ``size`` rows (the last fewer).
 
     A list of a million rows is one GC-tracked object whose million items every full collection of
-    the cyclic collector visits (about 25 ms each here, as long as the rest of the process); a tuple
-    of untracked rows is untracked by CPython at its first collection, so these chunks cost the
-    collector nothing. ``release`` frees the rows a chunk at a time (``caches.rebuild._free``).
+    the cyclic collector visits (about 25 ms each here, as long as the rest of the process); a chunk
+    of untracked rows is untracked as it is made (``runtime.untracked.untrack_tuple``), so these
+    chunks cost the collector nothing. Left to CPython, the next young collection, on whichever
+    thread (a push's), would walk the million rows of a new build's chunks to untrack them (20–40 ms).
+    ``rows`` is read once, a chunk at a time, so a build made as an iterator is never a list.
+    ``release`` frees the rows a chunk at a time (``caches.rebuild._free``).
     """
 
-    def __init__(self, rows: Sequence[tuple], size: int = 10_000):
+    def __init__(self, rows: Iterable[tuple], size: int = 10_000):
         self._size = size
-        self._len = len(rows)
-        self._chunks = [tuple(rows[start : start + size]) for start in range(0, self._len, size)]
+        self._chunks: list[tuple] = []
+        rows = iter(rows)
+        while chunk := tuple(itertools.islice(rows, size)):
+            self._chunks.append(untrack_tuple(chunk))
+        self._len = sum(map(len, self._chunks))
 
     def __len__(self) -> int:
         return self._len
@@ -146,8 +152,8 @@ class RowChunks(Sequence):
 
 
 Rows = Sequence[tuple] | ParquetRows
-"""The rows of a build: tuples of pyoxigraph terms (None: unbound), in a list (a ``RowChunks`` once
-the rebuild manager keeps it) or in Parquet files."""
+"""The rows of a build: tuples of pyoxigraph terms (None: unbound), in a ``RowChunks`` (pyoxigraph's
+builds; any list once the rebuild manager keeps it), a list, or Parquet files."""
 
 
 def parse_terms(texts: list[str], batch: int = 100_000) -> list:
@@ -165,7 +171,7 @@ class CacheBuild:
     """The complete content of one cache as one engine computed it.
 
     ``rows``: pyoxigraph terms, or None for unbound, aligned with the cache's schema (a bag), in a
-    list or, for a large Spark build, a ``ParquetRows``.
+    ``RowChunks`` (a local build), a list or, for a large Spark build, a ``ParquetRows``.
     ``notes``: how parts of it were computed, shown by ``explain`` (e.g. "FILTER by a Python UDF").
     """
 
@@ -220,7 +226,7 @@ def static_solutions(static: StaticSource, text: str) -> Iterator[ox.QuerySoluti
         raise PlanError(msg) from error
 
 
-def compute_cache(cache: StaticCache, static: StaticSource) -> list[tuple]:
+def compute_cache(cache: StaticCache, static: StaticSource) -> RowChunks:
     """The mappings of ``cache`` as tuples of pyoxigraph terms (None for unbound) aligned with its schema.
 
     A cache whose text depends on the store's named graphs (``to_sparql.needs_store_graphs``: a
@@ -232,8 +238,9 @@ def compute_cache(cache: StaticCache, static: StaticSource) -> list[tuple]:
         text = to_sparql(cache.select, store_graphs=store_graph_iris(static))
     # Each row leaves the cyclic collector as it is made (runtime.untracked): a cache is long-lived,
     # and a million tracked rows would make every full collection, during this build and after, a
-    # pause of the whole process.
-    return [untrack_row(tuple(solution[name] for name in cache.schema)) for solution in static_solutions(static, text)]
+    # pause of the whole process. Chunked as they come: a list of a million rows would be walked by
+    # each collection of its generation while the build runs.
+    return RowChunks(untrack_row(tuple(solution[name] for name in cache.schema)) for solution in static_solutions(static, text))
 
 
 def store_graph_iris(store: StaticSource) -> tuple[IRI, ...] | None:

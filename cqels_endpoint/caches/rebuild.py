@@ -199,7 +199,7 @@ class CacheRebuilder:
         started = time.perf_counter()
         build = self.engine.build(node, algebra, self.store)
         _check(node, build)
-        if not isinstance(build.rows, ParquetRows):
+        if not isinstance(build.rows, ParquetRows | RowChunks):
             build = replace(build, rows=RowChunks(build.rows))
         duration = (time.perf_counter() - started) * 1000
         with self._cond:

@@ -4,6 +4,8 @@ import pyoxigraph as ox
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
+    int PyObject_GC_IsTracked(object op)
+    int PyObject_IS_GC(object op)
 
 cdef object _NamedNode = ox.NamedNode
 cdef object _BlankNode = ox.BlankNode
@@ -37,3 +39,18 @@ def untrack_row(row):
             PyObject_GC_UnTrack(<void*>value)
     PyObject_GC_UnTrack(<void*>row)
     return row
+
+
+def untrack_tuple(items):
+    """``items``, untracked when it is a tuple whose every item is None, of a type the collector
+    does not track, or an untracked tuple (a chunk of untracked rows, say); returned unchanged
+    otherwise. CPython applies the same rule to a tuple at the first collection that sees it, which
+    walks all its items then."""
+    cdef object value
+    if type(items) is not tuple:
+        return items
+    for value in <tuple>items:
+        if PyObject_IS_GC(value) and (type(value) is not tuple or PyObject_GC_IsTracked(value)):
+            return items
+    PyObject_GC_UnTrack(<void*>items)
+    return items

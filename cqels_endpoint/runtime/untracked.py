@@ -7,7 +7,9 @@ made four million tracked objects: every full collection, triggered by the alloc
 build, walked them for about 0.7 s with the GIL held, and no push could run meanwhile.
 
 ``untrack_row`` untracks a row tuple and its terms as they are made (``caches.engines.compute_cache``,
-the Spark engine's decoded rows); ``untrack_term`` one term (the dictionary's decoded terms). This is
+the Spark engine's decoded rows); ``untrack_term`` one term (the dictionary's decoded terms);
+``untrack_tuple`` a tuple of untracked rows (``caches.engines.RowChunks``) at once, which CPython
+would do only at the first collection that sees it, walking its rows then. This is
 safe because none of them can be part of a reference cycle, which is all the collector is for: a
 pyoxigraph term holds Rust values and no Python object (``gc.get_referents`` gives only its type,
 it takes no attributes), and a tuple of such terms and None refers to nothing else and cannot
@@ -37,8 +39,12 @@ if use_pure_python():
         """``term`` as is (module docstring)."""
         return term
 
+    def untrack_tuple(items: T) -> T:
+        """``items`` as is (module docstring)."""
+        return items
+
 else:
     with compiled_imports("untracked rows"):
-        from cqels_endpoint.runtime._untracked import untrack_row, untrack_term
+        from cqels_endpoint.runtime._untracked import untrack_row, untrack_term, untrack_tuple
 
-__all__ = ["untrack_row", "untrack_term"]
+__all__ = ["untrack_row", "untrack_term", "untrack_tuple"]

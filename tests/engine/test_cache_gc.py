@@ -20,7 +20,9 @@ from incremental_oracle import static_store
 
 from cqels_endpoint import Engine
 from cqels_endpoint.caches.engines import RowChunks, compute_cache
+from cqels_endpoint.operators import Sink
 from cqels_endpoint.operators.static_cache import LeafIds
+from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheOperator
 from cqels_endpoint.runtime.compiled import use_pure_python
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.untracked import untrack_row, untrack_term
@@ -107,6 +109,7 @@ def test_a_built_cache_adds_no_tracked_object_per_row() -> None:
     [(node, _operator)] = query.evaluator.caches
     built = compute_cache(node, engine.store)
     assert len(built) == rows and not any(gc.is_tracked(row) for row in built)
+    assert not any(gc.is_tracked(chunk) for chunk in built._chunks)
     assert not any(gc.is_tracked(term) for row in built for term in row)
     assert not any(gc.is_tracked(row) for row in content(engine, "q"))
     assert [(row["d"], row.get("e")) for row in query.snapshot()] == [(ox.Literal("d 1", language="en"), None)]
@@ -226,7 +229,27 @@ def test_row_chunks_read_as_the_list_they_were_made_from(rows: list, size: int, 
 
 @compiled_only
 def test_kept_rows_add_nothing_to_a_full_collection() -> None:
-    rows = RowChunks([untrack_row((ox.NamedNode(f"{EX}{i}"), None)) for i in range(25_000)], 10_000)
-    gc.collect()  # CPython untracks a tuple of untracked values when it first sees it
+    # Untracked as they are made: left to CPython, the first young collection, on any thread,
+    # would walk their rows.
+    rows = RowChunks((untrack_row((ox.NamedNode(f"{EX}{i}"), None)) for i in range(25_000)), 10_000)
     assert [len(chunk) for chunk in rows._chunks] == [10_000, 10_000, 5_000]
     assert not any(gc.is_tracked(chunk) for chunk in rows._chunks)
+    # A chunk with a tracked row in it stays tracked.
+    mixed = RowChunks([untrack_row((ox.NamedNode(EX + "a"),)), (ox.NamedNode(EX + "b"),)], 10_000)
+    assert [gc.is_tracked(chunk) for chunk in mixed._chunks] == [True]
+
+
+@compiled_only
+def test_a_staged_change_adds_no_tracked_object_per_row() -> None:
+    rows = 4000
+    cache = StaticCacheOperator(("a", "b"))
+    cache.connect(Sink(("a", "b")))
+    gc.collect()
+    before = len(gc.get_objects())
+    for start in range(0, rows, 1000):
+        cache.stage([(i, i + 1) for i in range(start, start + 1000)], [])
+    cache.release_staged()
+    gc.collect()  # CPython untracks tuples of ints (a Delta, a tuple subclass, it would not)
+    assert len(gc.get_objects()) - before < rows / 20
+    cache.on_punctuation(1)
+    assert len(cache) == rows

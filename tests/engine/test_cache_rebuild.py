@@ -12,6 +12,7 @@ import logging
 import threading
 from collections import Counter
 from datetime import UTC, datetime
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given
@@ -27,6 +28,8 @@ from cqels_endpoint.caches.engines import compute_cache
 from cqels_endpoint.caches.graphs import graphs_read
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
+from cqels_endpoint.operators import Sink as CompiledSink
+from cqels_endpoint.operators import static_cache
 from cqels_endpoint.operators.base import Sink
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheOperator
 from cqels_endpoint.plan.compile import compile_plan
@@ -528,11 +531,28 @@ def test_a_failed_rebuild_shows_in_queries_until_one_succeeds() -> None:
 bags = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2)), max_size=12)
 
 
-@given(old=bags, new=bags, step=st.integers(1, 4), stop=st.none() | st.tuples(st.integers(2, 8), st.sampled_from(["close", "discard"])))
-def test_a_delta_staged_in_parts_shows_whole_or_not_at_all(old: list, new: list, step: int, stop: tuple | None) -> None:
+@given(
+    old=bags,
+    new=bags,
+    step=st.integers(1, 4),
+    stop=st.none() | st.tuples(st.integers(2, 8), st.sampled_from(["close", "discard"])),
+    per_tick=st.integers(1, 5),
+    drained=st.integers(0, 12),
+    sink_class=st.sampled_from([Sink, CompiledSink]),
+)
+def test_a_delta_staged_in_parts_shows_whole_or_not_at_all(
+    old: list, new: list, step: int, stop: tuple | None, per_tick: int, drained: int, sink_class: type
+) -> None:
+    """Also with the compiled sink downstream (a ``Node``: the staged deltas reach it as plain
+    tuples) and a bound of ``per_tick`` rows whose references go back per tick."""
+    with patch.object(static_cache, "RELEASE_ROWS_PER_TICK", per_tick):
+        _stage_in_parts(old, new, step, stop, drained, sink_class)
+
+
+def _stage_in_parts(old: list, new: list, step: int, stop: tuple | None, drained: int, sink_class: type) -> None:
     released: list[tuple] = []
     cache = StaticCacheOperator(("a", "b"), on_release=released.append)
-    sink = cache.connect(Sink(("a", "b")))
+    sink = cache.connect(sink_class(("a", "b")))
     cache.replace(old)
     cache.on_punctuation(1)
     delta = bag_delta(old, new)
@@ -559,9 +579,14 @@ def test_a_delta_staged_in_parts_shows_whole_or_not_at_all(old: list, new: list,
     cache.release_staged()
     cache.on_punctuation(100)
     assert sink.relation == Counter(new)
-    # A row that left keeps its reference until the tick after the one that sent its -1.
+    # A row that left keeps its reference until the tick after the one that sent its -1, and
+    # then at most RELEASE_ROWS_PER_TICK go back per tick.
     assert released == []
-    cache.on_punctuation(101)
-    assert Counter(released) == Counter(delta.removed)
-    cache.close()
+    for tau in range(101, 101 + drained):
+        before = len(released)
+        cache.on_punctuation(tau)
+        assert len(released) - before == min(static_cache.RELEASE_ROWS_PER_TICK, len(delta.removed) - before)
+    assert not Counter(released) - Counter(delta.removed)
+    assert sink.relation == Counter(new)
+    cache.close()  # whatever has not gone back yet goes now
     assert Counter(released) == Counter(delta.removed) + Counter(new)
