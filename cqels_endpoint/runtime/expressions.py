@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 
-from pyoxigraph import BlankNode, Literal, NamedNode
+from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
 from cqels_endpoint.algebra.nodes import Exists
 from cqels_endpoint.errors import PlanError
@@ -181,7 +181,8 @@ def filter_passes(compiled: Compiled, row: Row) -> bool:
 
 
 def order_key(term) -> tuple:
-    """A sort key giving the ORDER BY order of §15.1: unbound < blank nodes < IRIs < literals.
+    """A sort key giving the ORDER BY order of §15.1: unbound < blank nodes < IRIs < literals <
+    RDF 1.2 triple terms (by subject, predicate, object), as pyoxigraph orders them.
 
     Literals that ``<`` orders (numerics, strings, booleans, dateTimes) sort by value; the rest
     sort in a fixed, arbitrary but total order (by kind, then datatype and lexical form), so top-k
@@ -194,6 +195,8 @@ def order_key(term) -> tuple:
         return (1, term.value)
     if kind_of is NamedNode:
         return (2, term.value)
+    if kind_of is Triple:
+        return (4, order_key(term.subject), order_key(term.predicate), order_key(term.object))
     kind, rank, value = fn.literal_value(term)
     lexical = term.value
     if value is not fn.ILL_TYPED:

@@ -552,6 +552,13 @@ def test_order_key_follows_section_15_1():
     assert dates[0].value.startswith("2019")
 
 
+def test_order_key_puts_triple_terms_after_literals_by_their_parts():
+    a, p = ox.NamedNode("http://example.org/a"), ox.NamedNode("http://example.org/p")
+    later, earlier = ox.Triple(a, p, typed("10", "integer")), ox.Triple(a, p, typed("9", "integer"))
+    terms = [later, ox.Literal("z"), earlier, a, None]
+    assert sorted(terms, key=order_key) == [None, a, ox.Literal("z"), earlier, later]
+
+
 def test_compile_order_key_sorts_descending_and_errors_as_unbound():
     key = compile_order_key(
         (ast.OrderCondition(Var("x"), descending=True), ast.OrderCondition(expression("?y * 2")))
