@@ -9,7 +9,7 @@ from libc.stdint cimport int64_t
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
-from cqels_endpoint.runtime._routing cimport Router
+from cqels_endpoint.runtime._routing cimport Router, pattern_matches
 
 
 cdef class EventFeed:
@@ -31,7 +31,7 @@ cdef class EventFeed:
         cdef int64_t triple[3]
         cdef const vector[int]* candidates
         cdef unordered_map[int64_t, vector[int]].iterator found
-        cdef size_t k, c
+        cdef size_t k
         cdef int index
         cdef bint matches
         cdef object pattern_id, state, seq
@@ -44,16 +44,7 @@ cdef class EventFeed:
                 candidates = &deref(found).second
             for k in range(candidates.size()):
                 index = candidates[0][k]
-                matches = True
-                for c in range(router.constants[index].size()):
-                    if triple[router.constants[index][c].first] != router.constants[index][c].second:
-                        matches = False
-                        break
-                if matches:
-                    for c in range(router.repeats[index].size()):
-                        if triple[router.repeats[index][c].first] != triple[router.repeats[index][c].second]:
-                            matches = False
-                            break
+                matches = pattern_matches(router, index, triple)
                 if not matches:
                     continue
                 pattern_id = router.pattern_ids[index]

@@ -13,3 +13,16 @@ cdef class Router:
     cdef vector[vector[pair[int, int]]] repeats  # by pattern index: positions holding one id
     cdef unordered_map[int64_t, vector[int]] by_predicate  # predicate id → pattern indices, in order
     cdef vector[int] any_predicate  # the indices of the patterns that accept any predicate
+
+
+cdef inline bint pattern_matches(Router router, int index, const int64_t* triple) noexcept:
+    """Whether ``triple`` has pattern ``index``'s constants and its repeated variables' equal ids
+    (the router and the compiled feed both test a candidate pattern this way)."""
+    cdef size_t c
+    for c in range(router.constants[index].size()):
+        if triple[router.constants[index][c].first] != router.constants[index][c].second:
+            return False
+    for c in range(router.repeats[index].size()):
+        if triple[router.repeats[index][c].first] != triple[router.repeats[index][c].second]:
+            return False
+    return True

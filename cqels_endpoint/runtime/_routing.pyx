@@ -43,7 +43,7 @@ cdef class Router:
         cdef int64_t triple[3]
         cdef const vector[int]* candidates
         cdef unordered_map[int64_t, vector[int]].iterator found
-        cdef size_t k, c
+        cdef size_t k
         cdef int index
         cdef bint matches
         cdef list matched = []
@@ -56,16 +56,7 @@ cdef class Router:
                 candidates = &deref(found).second
             for k in range(candidates.size()):
                 index = candidates[0][k]
-                matches = True
-                for c in range(self.constants[index].size()):
-                    if triple[self.constants[index][c].first] != self.constants[index][c].second:
-                        matches = False
-                        break
-                if matches:
-                    for c in range(self.repeats[index].size()):
-                        if triple[self.repeats[index][c].first] != triple[self.repeats[index][c].second]:
-                            matches = False
-                            break
+                matches = pattern_matches(self, index, triple)
                 if matches:
                     matched.append((self.pattern_ids[index], (triple[0], triple[1], triple[2]), start // 3))
         return matched
