@@ -47,8 +47,9 @@ The same index gives each stream's *predicate filter* (``kept_predicates``): the
 predicates its readers' patterns can match, which is all a query reads of an event, so the other
 triples of an event released at once are never encoded (``Streams.push_batch``). It keeps every
 triple (None) while a reader has a variable predicate, counts the stream's statements (a
-stream-wide count window, a directional query) or a ``STREAM ?s`` query is registered, and with
-``CQELS_PREDICATE_FILTER=off``. It is worked out again after each registration or removal.
+stream-wide count window, a directional query), on every stream while a ``STREAM ?s`` query has
+such a pattern (its predicates are kept on every stream otherwise: any stream may be one it reads),
+and with ``CQELS_PREDICATE_FILTER=off``. It is worked out again after each registration or removal.
 """
 
 from __future__ import annotations
@@ -163,6 +164,8 @@ class FanOut:
         self._units: dict[object, _Unit] = {}
         self._unit_of: dict[ContinuousQuery, _Unit] = {}
         self._everywhere: list[ContinuousQuery] = []  # STREAM ?s queries: any stream may be theirs
+        # The predicate ids each STREAM ?s query's patterns can match, on whichever stream (None: any).
+        self._everywhere_predicates: dict[ContinuousQuery, tuple[set[int] | None, list[int]]] = {}
         self._order: dict[ContinuousQuery, int] = {}
         self._reach_all = False  # the next event reaches every unit (static data changed)
         self._serial = 0  # events dispatched on any stream
@@ -181,6 +184,10 @@ class FanOut:
         self._kept.clear()
         if query._variable:
             self._everywhere.append(query)
+            held: list[int] = []
+            predicates = self._predicates(query, held).values()
+            wanted = None if None in predicates or not _reads_matches_only(query) else set().union(*predicates)
+            self._everywhere_predicates[query] = (wanted, held)
             return
         driven = query.view.group.driver if isinstance(query, InstanceQuery) else query
         key = tuple(window.state_key for window in query.windows) if query.windows else object()
@@ -223,6 +230,7 @@ class FanOut:
         self._kept.clear()
         if query in self._everywhere:
             self._everywhere.remove(query)
+            self._dictionary.decref_many(self._everywhere_predicates.pop(query)[1])
             return
         unit = self._unit_of.pop(query, None)
         if unit is None:
@@ -260,7 +268,7 @@ class FanOut:
     def _predicates(self, query: ContinuousQuery, held: list[int]) -> dict[str, set[int] | None]:
         predicates: dict[str, set[int] | None] = {}
         for st in query.patterns:
-            stream = st.stream.value
+            stream = st.stream.value if st.variable is None else f"?{st.variable}"
             if st.predicates is None:
                 predicates[stream] = None
             elif predicates.get(stream, set()) is not None:
@@ -276,9 +284,15 @@ class FanOut:
             return self._kept[stream]
         kept: set[int] | None = set()
         index = self._streams.get(stream)
-        if not self.filtering or self._everywhere:
+        if not self.filtering:
             kept = None
-        elif index is not None:
+        else:
+            for wanted, _held in self._everywhere_predicates.values():
+                if wanted is None:
+                    kept = None
+                    break
+                kept.update(wanted)
+        if kept is not None and index is not None:
             for unit in index.units:
                 predicates = unit.predicates.get(stream, set())
                 if predicates is None or not all(map(_reads_matches_only, unit.queries)):

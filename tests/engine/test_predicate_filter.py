@@ -140,15 +140,32 @@ def test_a_registration_changes_the_filter_at_once() -> None:
     [
         (f"SELECT ?s ?p WHERE {{ STREAM <{S1}> [RANGE 1h] {{ ?s ?p 1 }} }}", None),
         (f"SELECT ?o WHERE {{ STREAM <{S1}> [TRIPLES 2] {{ ?s <{EX}p0> ?o }} }}", "cqels2"),
-        (f"SELECT ?st WHERE {{ STREAM ?st [RANGE 1h] {{ ?s <{EX}p0> ?o }} }}", None),
+        ("SELECT ?st WHERE { STREAM ?st [RANGE 1h] { ?s ?p ?o } }", None),
     ],
-    ids=["variable predicate", "stream-wide count", "STREAM ?var"],
+    ids=["variable predicate", "stream-wide count", "STREAM ?var, variable predicate"],
 )
 def test_every_triple_is_kept_where_a_query_may_read_it(text, dialect) -> None:
     engine = Engine()
     engine.register(f"SELECT ?s WHERE {{ STREAM <{S1}> [RANGE 1h] {{ ?s <{EX}p0> ?o }} }}")
     engine.register(text, dialect=dialect)
     assert engine.fanout.kept_predicates(S1) is None
+    engine.close()
+
+
+def test_a_stream_variable_query_keeps_its_predicates_on_every_stream() -> None:
+    engine = Engine()
+    engine.register(f"SELECT ?s WHERE {{ STREAM <{S1}> [RANGE 1h] {{ ?s <{EX}p0> ?o }} }}")
+    variable = engine.register(f"SELECT ?st ?s WHERE {{ STREAM ?st [RANGE 1h] {{ ?s <{EX}p1> ?o }} }}")
+    seen: list = []
+    variable.subscribe(lambda e: seen.extend((str(r["st"]), str(r["s"])) for r in e.rows))
+    other = f"{EX}other"
+    engine.push(other, f"<{EX}a> <{EX}p2> 1 . <{EX}b> <{EX}p1> 2 .", time=1)
+    assert engine.fanout.kept_predicates(S1) == {engine.dictionary.lookup(_iri("p0")), engine.dictionary.lookup(_iri("p1"))}
+    assert engine.fanout.kept_predicates(other) == {engine.dictionary.lookup(_iri("p1"))}
+    assert seen == [(f"<{other}>", f"<{EX}b>")]
+    engine.unregister(variable.name)
+    assert engine.fanout.kept_predicates(S1) == {engine.dictionary.lookup(_iri("p0"))}
+    assert engine.dictionary.lookup(_iri("p1")) is None  # the removed query's predicate was given back
     engine.close()
 
 
