@@ -25,10 +25,12 @@ rows, checked before anything is reported.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -101,6 +103,21 @@ def run(mode: str, text: str, events: list[tuple[str, int, str]], rooms: int) ->
 def p99(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def run_child(checkout: Path, script: str | Path, *arguments: object) -> dict:
+    """The JSON object a benchmark's child run prints last: ``script`` with ``arguments``, run by this
+    interpreter in a fresh process that imports ``cqels_endpoint`` from ``checkout`` (``PYTHONPATH``
+    set to it, so a baseline checkout wins over the installed package). A child that prints the
+    ``package`` it imported is checked to have imported the checkout's."""
+    command = [sys.executable, str(Path(script).resolve()), *map(str, arguments)]
+    done = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True, text=True, check=False, cwd=checkout)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command[1:])} on {checkout} failed:\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if "package" in result and not result["package"].startswith(str(checkout)):
+        raise SystemExit(f"the run meant for {checkout} imported {result['package']}")
+    return result
 
 
 def machine() -> str:

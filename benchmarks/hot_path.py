@@ -26,12 +26,11 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from engine import machine, pyplot
+from engine import machine, pyplot, run_child
 
 HERE = Path(__file__).resolve()
 QUERIES = {"q1": "debs-q1-frequent-routes.rq", "q2": "debs-q2-profitable-areas.rq"}
@@ -74,15 +73,7 @@ def child(query: str, mapping: str, trips: int) -> None:
 
 
 def run(checkout: Path, query: str, mapping: str, trips: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(checkout))
-    command = [sys.executable, str(HERE), "--child", query, mapping, "--trips", str(trips)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=checkout)
-    if done.returncode != 0:
-        raise SystemExit(f"the {query} replay on {checkout} failed:\n{done.stderr}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if not result["package"].startswith(str(checkout)):
-        raise SystemExit(f"the run meant for {checkout} imported {result['package']}")
-    return result
+    return run_child(checkout, HERE, "--child", query, mapping, "--trips", trips)
 
 
 def main() -> None:

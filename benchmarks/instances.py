@@ -31,16 +31,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from engine import machine, p99
+from engine import machine, p99, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -101,11 +99,8 @@ def child(mode: str, count: int, events: int) -> dict:
     }
 
 
-def run_child(mode: str, count: int, events: int, checkout: Path = ROOT) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--instances", str(count), "--events", str(events)]
-    environment = {**os.environ, "PYTHONPATH": str(checkout)}
-    result = subprocess.run(command, check=True, capture_output=True, text=True, cwd=checkout, env=environment)
-    figures = json.loads(result.stdout.strip().splitlines()[-1])
+def run_mode(mode: str, count: int, events: int, checkout: Path = ROOT) -> dict:
+    figures = run_child(checkout, __file__, "--child", mode, "--instances", count, "--events", events)
     if checkout != ROOT:
         figures["mode"] = f"{mode} (baseline)"
     return figures
@@ -126,9 +121,9 @@ def main() -> None:
 
     rows = []
     for count in args.instances:
-        runs = [run_child("shared", count, args.events), run_child("shared", count, args.events, args.baseline)]
+        runs = [run_mode("shared", count, args.events), run_mode("shared", count, args.events, args.baseline)]
         if count <= args.per_instance_max:
-            runs.append(run_child("per-instance", count, args.events))
+            runs.append(run_mode("per-instance", count, args.events))
         if len({(figures["digest"], figures["emissions"]) for figures in runs}) != 1:
             raise SystemExit(f"{count} instances: the runs emitted different results")
         rows.append((count, runs))

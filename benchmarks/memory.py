@@ -44,14 +44,12 @@ import argparse
 import gc
 import json
 import os
-import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path
 
 import pyoxigraph as ox
-from engine import machine, pyplot
+from engine import machine, pyplot, run_child
 
 from cqels_endpoint import Engine
 
@@ -177,10 +175,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {name: [] for name in checkouts}
     for size in args.sizes:
         for name, checkout in checkouts.items():
-            command = [sys.executable, __file__, "--case", args.case, "--child", str(size), "--per-event", str(args.per_event)]
-            env = dict(os.environ, PYTHONPATH=str(checkout))
-            run = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=checkout)
-            result = json.loads(run.stdout)
+            result = run_child(checkout, __file__, "--case", args.case, "--child", size, "--per-event", args.per_event)
             results[name].append(result)
             print(f"{name:>13}  {size:>9,} window triples  RSS {result['rss'] / size:7.1f} B/triple  "
                   f"traced {result['traced'] / size:7.1f} B/triple  push {result['seconds']:6.1f} s "

@@ -43,12 +43,12 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import time
 import types
 from pathlib import Path
 
 import pyoxigraph as ox
+from engine import run_child
 
 from cqels_endpoint import parse_query
 from cqels_endpoint.algebra import nodes as n
@@ -438,12 +438,7 @@ def sweep(args: argparse.Namespace) -> list[str]:
         for size in args.sweep_sizes:
             point = results[(operator, size)] = {}
             for name, tree in trees.items():
-                run = subprocess.run(
-                    [sys.executable, __file__, "--sweep-child", operator, str(size),
-                     "--sweep-steps", str(args.sweep_steps), "--repeat", str(args.repeat)],
-                    env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, check=True,
-                )
-                point[name] = json.loads(run.stdout.splitlines()[-1])
+                point[name] = run_child(tree, __file__, "--sweep-child", operator, size, "--sweep-steps", args.sweep_steps, "--repeat", args.repeat)
             if len({point[name]["filled"] for name in trees}) > 1:
                 raise AssertionError(f"{operator} N={size}: the checkouts emitted different outputs for the same fill")
             cost = {name: statistics.median(point[name]["us_per_delta"]) for name in trees}

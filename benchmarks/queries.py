@@ -23,15 +23,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from engine import machine
+from engine import machine, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 STREAM = "http://ex.org/stream"
@@ -68,11 +65,8 @@ def child(case: str, count: int, events: int, warmup: int) -> dict:
             "emissions": sum(q.emitted for q in queries), "digest": digest.hexdigest()}
 
 
-def run_child(checkout: Path, case: str, count: int, events: int, warmup: int) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", case, "--queries", str(count), "--events", str(events), "--warmup", str(warmup)]
-    environment = {**os.environ, "PYTHONPATH": str(checkout)}
-    result = subprocess.run(command, check=True, capture_output=True, text=True, cwd=checkout, env=environment)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def run_case(checkout: Path, case: str, count: int, events: int, warmup: int) -> dict:
+    return run_child(checkout, __file__, "--child", case, "--queries", count, "--events", events, "--warmup", warmup)
 
 
 def main() -> None:
@@ -91,8 +85,8 @@ def main() -> None:
     rows = []
     for case in ("one", "all"):
         for count in args.queries:
-            ours = run_child(ROOT, case, count, args.events, args.warmup)
-            base = run_child(args.baseline, case, count, args.events, args.warmup)
+            ours = run_case(ROOT, case, count, args.events, args.warmup)
+            base = run_case(args.baseline, case, count, args.events, args.warmup)
             if (ours["digest"], ours["emissions"]) != (base["digest"], base["emissions"]):
                 raise SystemExit(f"{case}, {count} queries: the two checkouts emitted different results")
             rows.append((case, count, ours, base))

@@ -35,13 +35,11 @@ import argparse
 import gc
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
-from engine import machine
+from engine import machine, run_child
 
 EX = "http://ex.org/"
 STREAM = EX + "s"
@@ -61,7 +59,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def run_child(triples: int, rate: float, quiet_s: float) -> dict:
+def measure(triples: int, rate: float, quiet_s: float) -> dict:
     """Runs the measurement with the ``cqels_endpoint`` on ``sys.path``; returns the figures."""
     import cqels_endpoint
     from cqels_endpoint import Engine
@@ -165,15 +163,7 @@ def run_child(triples: int, rate: float, quiet_s: float) -> dict:
 
 
 def run_checkout(checkout: Path, args: argparse.Namespace) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(checkout))
-    command = [sys.executable, __file__, "--child", "--triples", str(args.triples), "--rate", str(args.rate), "--quiet-s", str(args.quiet_s)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=checkout)
-    if done.returncode != 0:
-        raise SystemExit(f"the run on {checkout} failed:\n{done.stderr}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if not result["package"].startswith(str(checkout)):
-        raise SystemExit(f"the run meant for {checkout} imported {result['package']}")
-    return result
+    return run_child(checkout, __file__, "--child", "--triples", args.triples, "--rate", args.rate, "--quiet-s", args.quiet_s)
 
 
 def report(runs: dict[str, dict], args: argparse.Namespace, load: str) -> str:
@@ -224,7 +214,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_child(args.triples, args.rate, args.quiet_s)))
+        print(json.dumps(measure(args.triples, args.rate, args.quiet_s)))
         return
     before = " ".join(f"{v:.1f}" for v in os.getloadavg())
     runs = {}
