@@ -19,6 +19,8 @@ cdef struct JoinRow:                # one live row of one input, keyed by its li
     size_t stale                     # …of which this many were retracted through another input
     int64_t before                   # the handles of its neighbours in arrival order (-1: none)
     int64_t after
+    uint32_t born                    # visible from this generation of its input on (0: pushed)…
+    uint32_t dies                    # …until this one (ALIVE: not leaving)
 
 
 cdef struct JoinOutput:
@@ -44,6 +46,21 @@ cdef class _JoinNode(Node):
     cdef vector[char] bound
     cdef vector[int64_t] parts              # the input rows of the partial mapping, by port
     cdef vector[int64_t] per_port           # deltas received per input
+    # A staged change (stage_rows, release_rows, flip_rows; module docstring), per input: the
+    # generation probes see, the last one released, the rows entering and leaving with the
+    # generations after it (in generation order), the change of the visible rows each of those
+    # generations makes when it becomes visible, the visible rows, the invisible rows to delete.
+    cdef vector[uint32_t] epoch
+    cdef vector[uint32_t] released
+    cdef vector[vector[int64_t]] entering
+    cdef vector[vector[int64_t]] leaving
+    cdef vector[deque[int64_t]] shifts
+    cdef vector[int64_t] live
+    cdef vector[deque[int64_t]] garbage
+    cdef vector[int] component              # per input: its connected part of the join graph
+    cdef int restrict_port                  # while a flip extends from another input: only the
+    cdef uint32_t restrict_after            # rows of this input born after this generation
+    cdef Py_ssize_t collect_per_tick
     cdef Ids probe
     cdef Batch out
     cdef readonly int64_t probes
@@ -53,6 +70,11 @@ cdef class _JoinNode(Node):
     cdef vector[int64_t] order_counts       # …and how often
 
     cdef int _insert(self, int port, Batch batch, Py_ssize_t i) except -1
+    cdef JoinRow* _store(self, int port, const int64_t* row, const int64_t* lineage, Py_ssize_t size, uint32_t born) except NULL
+    cdef int _extend_from(self, int port, int64_t handle) except -1
+    cdef int _retract(self, int port, JoinRow* entry) except -1
+    cdef int _unstore(self, int port, JoinRow* entry) except -1
+    cdef Py_ssize_t _collect(self, Py_ssize_t limit) except -1
     cdef int _delete(self, int port, Batch batch, Py_ssize_t i) except -1
     cdef int _extend(self, uint64_t remaining, string& order, int depth) except -1
     cdef int _register(self) except -1

@@ -17,6 +17,7 @@ twins (``shared.join``): counters, the window buffer's contract.
 from collections import Counter
 
 from cython.operator cimport dereference as deref
+from libcpp.deque cimport deque
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
 from libcpp.string cimport string
@@ -29,9 +30,10 @@ from cqels_endpoint.operators._indexes cimport RingIndex, key_of_c
 from cqels_endpoint.runtime._slots cimport GOLDEN, slot_distance, slot_home, slot_next
 
 from cqels_endpoint.errors import OperatorError
-from cqels_endpoint.operators.shared.join import MultiwayJoinBase, WindowBufferBase
+from cqels_endpoint.operators.shared.join import COLLECT_ROWS_PER_TICK, MultiwayJoinBase, WindowBufferBase, join_components
 
 _MAX_INPUTS = 64  # the remaining inputs are a 64-bit mask
+DEF ALIVE = 0xFFFFFFFF  # the generation a row that is not leaving dies in
 
 
 cdef inline void _key_of(Ids& key, const int64_t* leaves, Py_ssize_t count) noexcept:
@@ -46,11 +48,30 @@ cdef inline JoinRow* _row_at(Table[JoinRow]& rows, int64_t handle) noexcept:
     return rows.at(<size_t>handle)
 
 
+cdef inline bint _visible(const JoinRow* entry, uint32_t epoch) noexcept:
+    return entry.born <= epoch and epoch < entry.dies
+
+
+cdef inline Py_ssize_t _prefix(const vector[int64_t]& handles, Table[JoinRow]& rows, uint32_t upto, bint by_death) noexcept:
+    """How many of ``handles`` (in generation order) have their generation (of birth, or of death
+    ``by_death``) at most ``upto``: a binary search."""
+    cdef Py_ssize_t low = 0, high = <Py_ssize_t>handles.size(), middle
+    cdef JoinRow* entry
+    while low < high:
+        middle = (low + high) // 2
+        entry = rows.at(<size_t>handles[middle])
+        if (entry.dies if by_death else entry.born) <= upto:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 cdef class _JoinNode(Node):
     """The compiled join's state and algorithm (the twin's, with rows in C++: module docstring)."""
 
     def _setup(self, tuple schema, tuple input_schemas):
-        cdef int i, column
+        cdef int i, j, column
         cdef vector[int] positions, join_columns, join_positions
         self.n = len(input_schemas)
         self.width = len(schema)
@@ -74,6 +95,17 @@ cdef class _JoinNode(Node):
             self.unbound.append([RingIndex() for _ in range(join_columns.size())])
             self.first.push_back(-1)
             self.last.push_back(-1)
+            self.epoch.push_back(0)
+            self.released.push_back(0)
+            self.live.push_back(0)
+        self.entering.resize(self.n)
+        self.leaving.resize(self.n)
+        self.shifts.resize(self.n)
+        self.garbage.resize(self.n)
+        for i, part in enumerate(join_components(input_schemas)):
+            self.component.push_back(part)
+        self.restrict_port = -1
+        self.collect_per_tick = COLLECT_ROWS_PER_TICK
         self.values.resize(self.width)
         self.bound.resize(self.width)
         self.parts.resize(self.n)
@@ -94,19 +126,23 @@ cdef class _JoinNode(Node):
         self.emit_batch(self.out)
         return 0
 
-    cdef int _insert(self, int port, Batch batch, Py_ssize_t i) except -1:
+    cdef JoinRow* _store(self, int port, const int64_t* row, const int64_t* lineage, Py_ssize_t size, uint32_t born) except NULL:
+        """Adds a row (visible from generation ``born`` on) to the table, the arrival list and the
+        indexes of ``port``."""
         cdef Table[JoinRow]* rows = &self.rows[port]
         cdef JoinRow* entry
         cdef int64_t handle, value
-        cdef int slot, column, position
-        cdef const int64_t* row = batch.row(i)
-        _key_of(self.probe, batch.lineage(i), batch.lineage_size(i))
+        cdef int slot, column
+        cdef Py_ssize_t k
+        _key_of(self.probe, lineage, size)
         if rows.find(self.probe) != NULL:
-            msg = f"{self.label}: lineage {batch.lineage_tuple(i)} entered input {port} twice"
+            msg = f"{self.label}: lineage {tuple([lineage[k] for k in range(size)])} entered input {port} twice"
             raise OperatorError(msg)
         entry = rows.add(self.probe)
-        for column in range(batch.width):
+        for column in range(<int>self.positions[port].size()):
             entry.row.push_back(row[column])
+        entry.born = born
+        entry.dies = ALIVE
         handle = entry.index
         entry.before = self.last[port]
         entry.after = -1
@@ -121,10 +157,23 @@ cdef class _JoinNode(Node):
                 (<RingIndex>(<list>self.unbound[port])[slot]).insert_c(0, handle)
             else:
                 (<RingIndex>(<list>self.index[port])[slot]).insert_c(value, handle)
+        return entry
+
+    cdef int _insert(self, int port, Batch batch, Py_ssize_t i) except -1:
+        cdef JoinRow* entry = self._store(port, batch.row(i), batch.lineage(i), batch.lineage_size(i), 0)
+        self.live[port] += 1
+        return self._extend_from(port, entry.index)
+
+    cdef int _extend_from(self, int port, int64_t handle) except -1:
+        """Extends the row ``handle`` of ``port`` over the other inputs (depth first) and notes the
+        probe order."""
+        cdef int position, column
+        cdef int64_t value
+        cdef JoinRow* entry = _row_at(self.rows[port], handle)
         for position in range(self.width):
             self.bound[position] = 0
         for column in range(<int>self.positions[port].size()):
-            value = row[column]
+            value = entry.row[column]
             if value != UNBOUND:
                 position = self.positions[port][column]
                 self.values[position] = value
@@ -180,7 +229,7 @@ cdef class _JoinNode(Node):
                     best_slot = slot_found
                     best_count = slot_count
             else:
-                size = <int64_t>self.rows[j].size()
+                size = self.live[j]
                 if cross_count < 0 or size < cross_count:
                     cross_input = j
                     cross_count = size
@@ -206,8 +255,13 @@ cdef class _JoinNode(Node):
             (<RingIndex>(<list>self.unbound[j])[slot]).probe_into(0, candidates)
         cdef uint64_t rest = remaining & ~(<uint64_t>1 << j)
         cdef int width = <int>self.positions[j].size()
+        cdef uint32_t epoch = self.epoch[j]
+        cdef bint restricted = j == self.restrict_port
         for c in range(candidates.size()):
             entry = _row_at(rows[0], candidates[c])
+            # Rows of a staged change, or left with a released one, are in the indexes but not seen.
+            if not _visible(entry, epoch) or (restricted and entry.born <= self.restrict_after):
+                continue
             row = entry.row.data()
             filled.clear()
             compatible = True
@@ -254,30 +308,30 @@ cdef class _JoinNode(Node):
         return 0
 
     cdef int _delete(self, int port, Batch batch, Py_ssize_t i) except -1:
-        cdef Table[JoinRow]* rows = &self.rows[port]
         cdef JoinRow* entry
-        cdef int slot, other
-        cdef int64_t handle, value, serial
+        _key_of(self.probe, batch.lineage(i), batch.lineage_size(i))
+        entry = self.rows[port].find(self.probe)
+        if entry == NULL:
+            msg = f"{self.label}: lineage {batch.lineage_tuple(i)} left input {port} without having entered it"
+            raise OperatorError(msg)
+        if not _visible(entry, self.epoch[port]) or entry.dies != ALIVE:
+            msg = f"{self.label}: lineage {batch.lineage_tuple(i)} left input {port} while a staged change holds it"
+            raise OperatorError(msg)
+        self._retract(port, entry)
+        self.live[port] -= 1
+        return self._unstore(port, entry)
+
+    cdef int _retract(self, int port, JoinRow* entry) except -1:
+        """Emits -1 for every live output made with ``entry`` (a row of ``port``)."""
+        cdef int other
         cdef size_t k
         cdef unordered_map[int64_t, JoinOutput].iterator found
         cdef JoinOutput* output
         cdef vector[int64_t] derived
-        _key_of(self.probe, batch.lineage(i), batch.lineage_size(i))
-        entry = rows.find(self.probe)
-        if entry == NULL:
-            msg = f"{self.label}: lineage {batch.lineage_tuple(i)} left input {port} without having entered it"
-            raise OperatorError(msg)
-        handle = entry.index
-        for slot in range(<int>self.join_columns[port].size()):
-            value = entry.row[self.join_columns[port][slot]]
-            if value == UNBOUND:
-                (<RingIndex>(<list>self.unbound[port])[slot]).remove_c(0, handle)
-            else:
-                (<RingIndex>(<list>self.index[port])[slot]).remove_c(value, handle)
         derived.swap(entry.derived)
+        entry.stale = 0
         for k in range(derived.size()):
-            serial = derived[k]
-            found = self.outputs.find(serial)
+            found = self.outputs.find(derived[k])
             if found == self.outputs.end():
                 continue  # retracted through another input
             output = &deref(found).second
@@ -286,6 +340,19 @@ cdef class _JoinNode(Node):
                 if other != port:
                     self._forget(other, output.handles[other])
             self.outputs.erase(found)
+        return 0
+
+    cdef int _unstore(self, int port, JoinRow* entry) except -1:
+        """Drops ``entry`` from the indexes, the arrival list and the table of ``port``."""
+        cdef Table[JoinRow]* rows = &self.rows[port]
+        cdef int slot
+        cdef int64_t value, handle = entry.index
+        for slot in range(<int>self.join_columns[port].size()):
+            value = entry.row[self.join_columns[port][slot]]
+            if value == UNBOUND:
+                (<RingIndex>(<list>self.unbound[port])[slot]).remove_c(0, handle)
+            else:
+                (<RingIndex>(<list>self.index[port])[slot]).remove_c(value, handle)
         if entry.before >= 0:
             _row_at(rows[0], entry.before).after = entry.after
         else:
@@ -313,9 +380,160 @@ cdef class _JoinNode(Node):
         entry.stale = 0
         return 0
 
+    # ---- a staged change (the twin's docstrings say what each step does) -------------------------
+
+    def stage_rows(self, int port, list added, int64_t first_leaf, removed):
+        cdef uint32_t generation = self.released[port] + 1
+        cdef Py_ssize_t width = <Py_ssize_t>self.positions[port].size(), column, k = 0
+        cdef vector[int64_t] row
+        cdef int64_t leaf
+        cdef JoinRow* entry
+        self._collect(len(added) + len(removed))
+        while <uint32_t>self.shifts[port].size() < generation - self.epoch[port]:
+            self.shifts[port].push_back(0)
+        cdef int64_t* shift = &self.shifts[port][generation - self.epoch[port] - 1]
+        for values in added:
+            if len(values) != width:
+                raise ValueError(f"{self.label}: a row of {len(values)} columns on input {port} of {width}: {values}")
+            row.clear()
+            for value in values:
+                row.push_back(UNBOUND if value is None else <int64_t>value)
+            leaf = first_leaf - k
+            k += 1
+            entry = self._store(port, row.data(), &leaf, 1, generation)
+            self.entering[port].push_back(entry.index)
+            shift[0] += 1
+        for value in removed:
+            leaf = value
+            _key_of(self.probe, &leaf, 1)
+            entry = self.rows[port].find(self.probe)
+            if entry == NULL or entry.dies != ALIVE:
+                raise OperatorError(f"{self.label}: lineage {(leaf,)} leaves input {port} but is not in it")
+            entry.dies = generation
+            self.leaving[port].push_back(entry.index)
+            shift[0] -= 1
+
+    def release_rows(self, int port):
+        self.released[port] += 1
+
+    def discard_rows(self, int port):
+        cdef uint32_t generation = self.released[port] + 1
+        cdef JoinRow* entry
+        cdef vector[int64_t]* leaving = &self.leaving[port]
+        cdef vector[int64_t]* entering = &self.entering[port]
+        while not leaving.empty():
+            entry = _row_at(self.rows[port], leaving.back())
+            if entry.dies != generation:
+                break
+            entry.dies = ALIVE
+            leaving.pop_back()
+        while not entering.empty():
+            entry = _row_at(self.rows[port], entering.back())
+            if entry.born != generation:
+                break
+            entering.pop_back()
+            self._unstore(port, entry)
+        if <uint32_t>self.shifts[port].size() >= generation - self.epoch[port]:
+            self.shifts[port][generation - self.epoch[port] - 1] = 0
+
+    def flip_rows(self, int port):
+        cdef uint32_t old = self.epoch[port], new = self.released[port], generation
+        cdef Table[JoinRow]* rows = &self.rows[port]
+        cdef vector[int64_t]* entering = &self.entering[port]
+        cdef vector[int64_t]* leaving = &self.leaving[port]
+        cdef Py_ssize_t entered, left, k, other, start = -1
+        cdef int64_t handle, cost
+        cdef JoinRow* entry
+        cdef JoinOutput* output
+        cdef vector[int64_t] derived
+        cdef unordered_map[int64_t, JoinOutput].iterator found
+        if old == new:
+            return
+        entered = _prefix(entering[0], rows[0], new, False)
+        left = _prefix(leaving[0], rows[0], new, True)
+        self.epoch[port] = new
+        for generation in range(old, new):
+            if not self.shifts[port].empty():
+                self.live[port] += self.shifts[port].front()
+                self.shifts[port].pop_front()
+        self.inputs_seen += entered + left
+        self.per_port[port] += entered + left
+        self.out.clear()
+        # Leaving rows: from their own outputs, or from the outputs of the smallest other input
+        # when that is less work (every output has one row of each input).
+        for other in range(self.n):
+            if other != port and (start < 0 or self.live[other] < self.live[start]):
+                start = other
+        cost = self.live[start] + <int64_t>self.outputs.size()
+        if left <= cost:
+            for k in range(left):
+                entry = _row_at(rows[0], leaving[0][k])
+                if entry.born <= old:
+                    self._retract(port, entry)
+        else:
+            handle = self.first[start]
+            while handle >= 0:
+                entry = _row_at(self.rows[start], handle)
+                derived = entry.derived
+                for k in range(<Py_ssize_t>derived.size()):
+                    found = self.outputs.find(derived[k])
+                    if found == self.outputs.end():
+                        continue
+                    output = &deref(found).second
+                    if _row_at(rows[0], output.handles[port]).dies > new:
+                        continue
+                    self.out.add(output.row.data(), -1, output.lineage.data(), <Py_ssize_t>output.lineage.size())
+                    for other in range(self.n):
+                        if other != port:
+                            self._forget(other, output.handles[other])
+                    self.outputs.erase(found)
+                handle = _row_at(self.rows[start], handle).after
+        for k in range(left):
+            self.garbage[port].push_back(leaving[0][k])
+        leaving.erase(leaving.begin(), leaving.begin() + left)
+        # Entering rows: extended one by one, or the rows of the smallest other input connected to
+        # this one extended over the entering rows only, when that is less work.
+        start = -1
+        for other in range(self.n):
+            if other != port and self.component[other] == self.component[port]:
+                if start < 0 or self.live[other] < self.live[start]:
+                    start = other
+        if start < 0 or entered <= self.live[start] + <int64_t>self.outputs.size():
+            for k in range(entered):
+                entry = _row_at(rows[0], entering[0][k])
+                if entry.dies > new:
+                    self._extend_from(port, entering[0][k])
+        else:
+            self.restrict_port, self.restrict_after = port, old
+            try:
+                handle = self.first[start]
+                while handle >= 0:
+                    if _visible(_row_at(self.rows[start], handle), self.epoch[start]):
+                        self._extend_from(start, handle)
+                    handle = _row_at(self.rows[start], handle).after
+            finally:
+                self.restrict_port = -1
+        entering.erase(entering.begin(), entering.begin() + entered)
+        self.emit_batch(self.out)
+
+    cdef Py_ssize_t _collect(self, Py_ssize_t limit) except -1:
+        """Deletes up to ``limit`` rows that left with a flipped change, oldest first, input by input."""
+        cdef Py_ssize_t done = 0
+        cdef int port
+        for port in range(self.n):
+            while done < limit and not self.garbage[port].empty():
+                self._unstore(port, _row_at(self.rows[port], self.garbage[port].front()))
+                self.garbage[port].pop_front()
+                done += 1
+        return done
+
+    cdef int tick_end(self, int64_t tau) except -1:
+        self._collect(self.collect_per_tick)
+        return Node.tick_end(self, tau)
+
     def index_sizes(self):
         """Live rows per input."""
-        return [self.rows[port].size() for port in range(self.n)]
+        return list(self.live)
 
     def live_outputs(self):
         return self.outputs.size()

@@ -7,14 +7,17 @@ downstream with the next punctuation, so a swap alone emits nothing
 (docs/ARCHITECTURE.md, "Static data and caches"). A rebuild is applied instead as a difference
 already computed, in parts (:meth:`StaticCache.stage`, each part under one short hold of the
 engine's lock) released downstream as one change by :meth:`StaticCache.release_staged`: an
-evaluation between two parts still sees the content from before the rebuild. A compiled join
-downstream gets the change as the batches made from each part as it was staged, so the releasing
-evaluation does not convert it. The join downstream indexes the rows on its join columns, so
-stream rows probe the cache by index.
+evaluation between two parts still sees the content from before the rebuild. A multiway join
+downstream (the usual case) takes each part into its own tables as it is staged, invisible to its
+probes, and the releasing evaluation only flips it visible and emits what it changes in the join's
+output (``MultiwayJoin.stage_rows``/``flip_rows``); any other operator downstream gets the change
+as deltas at the release (batches made part by part for a compiled one). The join downstream
+indexes the rows on its join columns, so stream rows probe the cache by index.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -22,6 +25,7 @@ from typing import Any
 from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators import COMPILED
 from cqels_endpoint.operators.base import Delta, Source
+from cqels_endpoint.operators.shared.join import MultiwayJoinBase
 
 if COMPILED:
     from cqels_endpoint.operators._base import Batch, Node
@@ -56,17 +60,19 @@ class StaticCache(Source):
         self._ids_of_row = LeafIds()
         self._next_leaf = -1
         self.replacements = 0
-        # A change being staged: its deltas, and the rows it removed (their references are kept
-        # until the tick after the one that sends the -1 downstream, as for replace()). The deltas
-        # are plain tuples of ints, which CPython untracks at their first collection: a Delta (a
-        # tuple subclass) stays tracked, and the 200,000 of a large change triggered full
-        # collections while it was staged.
-        self._staged: list[tuple[tuple, int, tuple[int]]] = []
+        # A change being staged, part by part: the rows added (leaves ``first``, ``first - 1``, …),
+        # the rows removed and their leaves (an int64 array: no object per leaf). The removed rows'
+        # references are kept until the tick after the one that sends their -1 downstream, as for
+        # replace(). No Delta per row: a Delta (a tuple subclass) stays tracked by the collector,
+        # and the 200,000 of a large change triggered full collections while it was staged.
+        self._staged: list[tuple[list[tuple], int, list[tuple], array]] = []
         self._staged_removed: list[tuple] = []
-        # The staged deltas as batches, one per part, for a compiled downstream (a ``Node``); in
-        # ``_pending`` from the release on (``_batches_pending``).
+        # For a compiled downstream other than a join (a ``Node``), the staged deltas as batches, one
+        # per part; in ``_pending`` from the release on (``_batches_pending``).
         self._staged_batches: list = []
         self._batches_pending = False
+        # Rows released into the join downstream, to flip visible at the next punctuation.
+        self._flipping = 0
         # Rows that left with a released change, not yet handed to ``_released`` (at most
         # ``RELEASE_ROWS_PER_TICK`` a tick).
         self._retired: deque[tuple] = deque()
@@ -115,46 +121,56 @@ class StaticCache(Source):
         if wrong is not None:
             msg = f"{self.label}: row {wrong} does not match the schema {self.schema}"
             raise OperatorError(msg)
-        staged, ids_of_row, leaf = self._staged, self._ids_of_row, self._next_leaf
-        start = len(staged)
-        for row in added:
-            ids_of_row.add(row, leaf)
-            staged.append((row, 1, (leaf,)))
-            leaf -= 1
-        self._next_leaf = leaf
-        self.inputs_seen += len(added)
+        added, removed = list(added), list(removed)
+        ids_of_row, first = self._ids_of_row, self._next_leaf
+        for k, row in enumerate(added):
+            ids_of_row.add(row, first - k)
+        self._next_leaf = first - len(added)
+        leaves = array("q")
+        self._staged.append((added, first, removed, leaves))
         for row in removed:
             if row not in ids_of_row:
+                del removed[len(leaves) :]  # what was staged of this part stays undoable
                 msg = f"{self.label}: row {row} leaves the cache but is not in it"
                 raise OperatorError(msg)
-            staged.append((row, -1, (ids_of_row.pop(row),)))
-            self._staged_removed.append(row)
-        self.inputs_seen += len(removed)
-        if isinstance(self.downstream, Node) and len(staged) > start:
-            # Made now, a part at a time under the engine's short holds of its lock, so that the
-            # evaluation that releases the change only pushes the batches through the join.
-            self._staged_batches.append(Batch.of(width, staged[start:]))
+            leaves.append(ids_of_row.pop(row))
+        self._staged_removed.extend(removed)
+        self.inputs_seen += len(added) + len(removed)
+        downstream = self.downstream
+        if isinstance(downstream, MultiwayJoinBase):
+            # Into the join's tables now, a part at a time under the engine's short holds of its
+            # lock, so that the evaluation that releases the change only flips it visible.
+            downstream.stage_rows(self.downstream_port, added, first, leaves)
+        elif isinstance(downstream, Node) and (added or removed):
+            self._staged_batches.append(Batch.of(width, _part_deltas(added, first, removed, leaves)))
 
     def discard_staged(self) -> None:
         """Undoes the change staged so far (its install failed): the cache holds what it held
         before; the references of the rows it added, never sent downstream, are handed back."""
-        for row, sign, (leaf,) in reversed(self._staged):
-            if sign > 0:
-                self._ids_of_row.remove(row, leaf)
-                if self._on_release is not None:
-                    self._on_release(row)
-            else:
+        for added, first, removed, leaves in reversed(self._staged):
+            for row, leaf in zip(reversed(removed), reversed(leaves)):
                 self._ids_of_row.add(row, leaf)
+            for k in reversed(range(len(added))):
+                self._ids_of_row.remove(added[k], first - k)
+                if self._on_release is not None:
+                    self._on_release(added[k])
+        if isinstance(self.downstream, MultiwayJoinBase):
+            self.downstream.discard_rows(self.downstream_port)
         self._staged, self._staged_removed, self._staged_batches = [], [], []
 
     def release_staged(self) -> None:
         """The change staged so far goes downstream with the next tick, as one change."""
         self.replacements += 1
-        if isinstance(self.downstream, Node):
+        downstream = self.downstream
+        if isinstance(downstream, MultiwayJoinBase):
+            downstream.release_rows(self.downstream_port)
+            self._flipping += sum(len(added) + len(removed) for added, _first, removed, _leaves in self._staged)
+        elif isinstance(downstream, Node):
             self._pending.extend(self._staged_batches)
             self._batches_pending = self._batches_pending or bool(self._staged_batches)
         else:
-            self._pending.extend(map(Delta._make, self._staged))
+            for part in self._staged:
+                self._pending.extend(map(Delta._make, _part_deltas(*part)))
         self._retired.extend(self._staged_removed)
         self._staged, self._staged_removed, self._staged_batches = [], [], []
 
@@ -170,6 +186,12 @@ class StaticCache(Source):
             self._batches_pending = False
             pending, self._pending = self._pending, []
             self._emit_in_order(pending)
+        if self._flipping:
+            pending, self._pending = self._pending, []
+            self.emit(pending)
+            self.outputs_emitted += self._flipping
+            self._flipping = 0
+            self.downstream.flip_rows(self.downstream_port)
         super().on_punctuation(tau)
 
     def _emit_in_order(self, pending: list) -> None:
@@ -197,8 +219,11 @@ class StaticCache(Source):
         counts: Counter = Counter()
         for row, leaf_ids in self._ids_of_row.items():
             counts[row[column]] += len(leaf_ids)
-        for row, sign, _lineage in self._staged:
-            counts[row[column]] -= sign
+        for added, _first, removed, _leaves in self._staged:
+            for row in added:
+                counts[row[column]] -= 1
+            for row in removed:
+                counts[row[column]] += 1
         return {value for value, count in counts.items() if count > 0 and value is not None}
 
     def rows(self) -> list[tuple]:
@@ -213,6 +238,7 @@ class StaticCache(Source):
         self._ids_of_row = LeafIds()
         self._staged, self._staged_removed, self._staged_batches = [], [], []
         self._batches_pending = False
+        self._flipping = 0
         self._retired.clear()
 
     def __len__(self) -> int:
@@ -220,6 +246,14 @@ class StaticCache(Source):
 
     def counters(self) -> dict[str, Any]:
         return {**super().counters(), "size": len(self), "replacements": self.replacements}
+
+
+def _part_deltas(added: list[tuple], first: int, removed: list[tuple], leaves: array) -> list[tuple]:
+    """A staged part as ``(row, sign, lineage)`` tuples: the rows added, then those removed."""
+    return [
+        *((row, 1, (first - k,)) for k, row in enumerate(added)),
+        *((row, -1, (leaf,)) for row, leaf in zip(removed, leaves)),
+    ]
 
 
 class LeafIds:

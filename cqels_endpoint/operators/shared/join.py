@@ -12,6 +12,31 @@ from cqels_endpoint.errors import OperatorError
 from cqels_endpoint.operators.base import Operator, Source
 from cqels_endpoint.operators.shared.schemas import join_schema, pattern_schema
 
+# How many rows that left with a flipped staged change a join deletes per tick (and, while a change
+# is staged, per row staged): their indexes' entries and table slots, a bounded amount per push.
+COLLECT_ROWS_PER_TICK = 2048
+
+
+def join_components(input_schemas: Sequence[Sequence[str]]) -> list[int]:
+    """Per input, the number of its connected part of the join graph (inputs sharing a variable
+    are connected): a flip extends from another input over a changed one only within one part.
+
+    >>> join_components([("a",), ("a", "b"), ("c",), ("b",)])
+    [0, 0, 2, 0]
+    """
+    parts = list(range(len(input_schemas)))
+
+    def root(i: int) -> int:
+        while parts[i] != i:
+            i = parts[i]
+        return i
+
+    for i, schema in enumerate(input_schemas):
+        for j in range(i):
+            if set(schema) & set(input_schemas[j]):
+                parts[root(i)] = root(j)
+    return [min(k for k in range(len(parts)) if root(k) == root(i)) for i in range(len(parts))]
+
 
 class WindowBufferBase(Source):
     """Leaf source of one stream triple pattern: the set of triples its window holds.
