@@ -60,7 +60,7 @@ cdef class _JoinNode(Node):
     cdef vector[int] component              # per input: its connected part of the join graph
     cdef int restrict_port                  # while a flip extends from another input: only the
     cdef uint32_t restrict_after            # rows of this input born after this generation
-    cdef Py_ssize_t collect_per_tick
+    cdef public Py_ssize_t collect_per_tick
     cdef Ids probe
     cdef Batch out
     cdef readonly int64_t probes

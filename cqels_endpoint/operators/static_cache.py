@@ -30,7 +30,7 @@ from cqels_endpoint.operators.shared.join import MultiwayJoinBase
 if COMPILED:
     from cqels_endpoint.operators._base import Batch, Node
 else:
-    Node = ()  # no compiled node: every downstream gets Deltas
+    Batch = Node = ()  # no compiled node: every downstream gets Deltas
 
 
 # How many rows that left with a released change give their dictionary references back per tick.
@@ -71,8 +71,13 @@ class StaticCache(Source):
         # per part; in ``_pending`` from the release on (``_batches_pending``).
         self._staged_batches: list = []
         self._batches_pending = False
-        # Rows released into the join downstream, to flip visible at the next punctuation.
+        # Whether the change being staged goes into the multiway join downstream (decided at its
+        # first part: only when the join has seen every row held, none pending from replace());
+        # the rows released into the join, flipped visible at the next punctuation, and where in
+        # ``_pending`` the first of those releases came.
+        self._into_join = False
         self._flipping = 0
+        self._flip_at = 0
         # Rows that left with a released change, not yet handed to ``_released`` (at most
         # ``RELEASE_ROWS_PER_TICK`` a tick).
         self._retired: deque[tuple] = deque()
@@ -121,6 +126,9 @@ class StaticCache(Source):
         if wrong is not None:
             msg = f"{self.label}: row {wrong} does not match the schema {self.schema}"
             raise OperatorError(msg)
+        downstream = self.downstream
+        if not self._staged:
+            self._into_join = isinstance(downstream, MultiwayJoinBase) and not self._pending
         added, removed = list(added), list(removed)
         ids_of_row, first = self._ids_of_row, self._next_leaf
         for k, row in enumerate(added):
@@ -136,8 +144,7 @@ class StaticCache(Source):
             leaves.append(ids_of_row.pop(row))
         self._staged_removed.extend(removed)
         self.inputs_seen += len(added) + len(removed)
-        downstream = self.downstream
-        if isinstance(downstream, MultiwayJoinBase):
+        if self._into_join:
             # Into the join's tables now, a part at a time under the engine's short holds of its
             # lock, so that the evaluation that releases the change only flips it visible.
             downstream.stage_rows(self.downstream_port, added, first, leaves)
@@ -154,7 +161,7 @@ class StaticCache(Source):
                 self._ids_of_row.remove(added[k], first - k)
                 if self._on_release is not None:
                     self._on_release(added[k])
-        if isinstance(self.downstream, MultiwayJoinBase):
+        if self._into_join:
             self.downstream.discard_rows(self.downstream_port)
         self._staged, self._staged_removed, self._staged_batches = [], [], []
 
@@ -162,8 +169,10 @@ class StaticCache(Source):
         """The change staged so far goes downstream with the next tick, as one change."""
         self.replacements += 1
         downstream = self.downstream
-        if isinstance(downstream, MultiwayJoinBase):
+        if self._into_join:
             downstream.release_rows(self.downstream_port)
+            if not self._flipping:
+                self._flip_at = len(self._pending)
             self._flipping += sum(len(added) + len(removed) for added, _first, removed, _leaves in self._staged)
         elif isinstance(downstream, Node):
             self._pending.extend(self._staged_batches)
@@ -182,16 +191,20 @@ class StaticCache(Source):
         retired = self._retired
         if retired:
             self._released.extend(retired.popleft() for _ in range(min(len(retired), RELEASE_ROWS_PER_TICK)))
-        if self._batches_pending:
-            self._batches_pending = False
-            pending, self._pending = self._pending, []
-            self._emit_in_order(pending)
         if self._flipping:
+            # What was pending before the release goes first, then the join flips the change
+            # visible and emits what it changes, then what came after.
             pending, self._pending = self._pending, []
-            self.emit(pending)
+            self._emit_in_order(pending[: self._flip_at])
             self.outputs_emitted += self._flipping
             self._flipping = 0
             self.downstream.flip_rows(self.downstream_port)
+            self._emit_in_order(pending[self._flip_at :])
+            self._batches_pending = False
+        elif self._batches_pending:
+            self._batches_pending = False
+            pending, self._pending = self._pending, []
+            self._emit_in_order(pending)
         super().on_punctuation(tau)
 
     def _emit_in_order(self, pending: list) -> None:
@@ -237,7 +250,7 @@ class StaticCache(Source):
         super().close()
         self._ids_of_row = LeafIds()
         self._staged, self._staged_removed, self._staged_batches = [], [], []
-        self._batches_pending = False
+        self._batches_pending = self._into_join = False
         self._flipping = 0
         self._retired.clear()
 
