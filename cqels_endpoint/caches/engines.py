@@ -33,6 +33,7 @@ from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.runtime.encoding import decode_inline
 from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.runtime.untracked import untrack_row, untrack_tuple
+from cqels_endpoint.static_store import StaticStore
 from cqels_endpoint.terms import IRI
 
 StaticSource = object
@@ -219,8 +220,11 @@ def static_solutions(static: StaticSource, text: str) -> Iterator[ox.QuerySoluti
             copy.extend(iter(store))
             store = copy
         options["custom_aggregate_functions"] = CUSTOM_AGGREGATES
+    # A StaticStore's one-shot query serialises the whole result in one call holding the GIL (half
+    # a second for a million rows, stalling every push meanwhile); its solutions come one at a time.
+    solve = store.solutions if isinstance(store, StaticStore) else store.query
     try:
-        yield from store.query(text, **options)
+        yield from solve(text, **options)
     except (SyntaxError, OSError, RuntimeError, ValueError) as error:
         msg = f"the static sub-pattern query failed: {error}\n  {text}"
         raise PlanError(msg) from error

@@ -243,6 +243,16 @@ class StaticStore:
             raise self._refusal(type(error).__name__, message, text, base_iri, allow_remote, _parse_one_shot_query) from None
         return QueryResult(shape.form, payload)
 
+    def solutions(self, text: str, **options) -> ox.QuerySolutions:
+        """The solutions of the SELECT ``text`` (``pyoxigraph.Store.query`` options), computed as
+        they are read: for a large result consumed in this process (a static cache's build), which
+        ``query`` would serialise whole in one call holding the GIL, every other thread of the
+        process waiting (half a second for a million rows); here the GIL is free between two
+        solutions. Checked as ``query`` checks it (no remote ``SERVICE``)."""
+        if query_shape(text).parse_first:
+            check_request(_parse_one_shot_query(text, None), text, allow_remote=False)
+        return self._ox.query(text, **options)
+
     # ------------------------------------------------------------------ writing
 
     def update(
