@@ -174,6 +174,15 @@ def test_service_needs_remote_access(store):
     assert len(list(store.query(silent, allow_remote=True))) == 1
 
 
+def test_solutions_are_the_query_s_read_one_at_a_time(store):
+    # What a cache build reads: the same solutions as the one-shot query, the same checks.
+    text = "SELECT ?s ?o WHERE { ?s ?p ?o }"
+    rows = {(solution["s"], solution["o"]) for solution in store.query(text)}
+    assert rows and {(solution["s"], solution["o"]) for solution in store.solutions(text)} == rows
+    with pytest.raises(RemoteAccessError):
+        store.solutions("SELECT * WHERE { SERVICE <http://127.0.0.1:1/sparql> { ?s ?p ?o } }")
+
+
 def test_invalid_dataset_iri(store):
     with pytest.raises(EndpointError) as raised:
         store.query("SELECT * WHERE { ?s ?p ?o }", default_graph_uris=["not an iri"])
