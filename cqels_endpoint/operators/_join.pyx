@@ -397,6 +397,8 @@ cdef class _JoinNode(Node):
                 raise ValueError(f"{self.label}: a row of {len(values)} columns on input {port} of {width}: {values}")
             row.clear()
             for value in values:
+                if value is not None and value == UNBOUND:
+                    raise ValueError(f"term id {UNBOUND} is reserved for unbound columns (row {values})")
                 row.push_back(UNBOUND if value is None else <int64_t>value)
             leaf = first_leaf - k
             k += 1

@@ -145,8 +145,10 @@ class MultiwayJoinBase(Operator):
     """The inputs of an n-ary join and the counters ``explain`` shows.
 
     Subclasses keep the rows and indexes and provide ``probes``, ``pruned``, ``probe_orders`` (a
-    ``Counter`` of input orders), ``index_sizes()`` and ``live_outputs()``. ``max_inputs`` bounds the
-    arity where an implementation has a limit.
+    ``Counter`` of input orders), ``index_sizes()`` and ``live_outputs()``, and take a static cache's
+    staged change into their tables (``stage_rows``, ``release_rows``, ``discard_rows``,
+    ``flip_rows``: ``reference.join.MultiwayJoin`` says how), which ``StaticCache`` relies on for
+    any join below it. ``max_inputs`` bounds the arity where an implementation has a limit.
     """
 
     max_inputs: int | None = None
