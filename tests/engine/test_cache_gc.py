@@ -20,7 +20,7 @@ from incremental_oracle import static_store
 
 from cqels_endpoint import Engine
 from cqels_endpoint.caches.engines import RowChunks, compute_cache
-from cqels_endpoint.operators import Sink
+from cqels_endpoint.operators import MultiwayJoin, Sink
 from cqels_endpoint.operators.static_cache import LeafIds
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheOperator
 from cqels_endpoint.runtime.compiled import use_pure_python
@@ -240,10 +240,18 @@ def test_kept_rows_add_nothing_to_a_full_collection() -> None:
 
 
 @compiled_only
-def test_a_staged_change_adds_no_tracked_object_per_row() -> None:
+@pytest.mark.parametrize("below", ["sink", "join"])
+def test_a_staged_change_adds_no_tracked_object_per_row(below: str) -> None:
+    # Below a join the change goes into the join's tables as it is staged; below another operator
+    # it waits in the cache as batches.
     rows = 4000
     cache = StaticCacheOperator(("a", "b"))
-    cache.connect(Sink(("a", "b")))
+    if below == "join":
+        join = MultiwayJoin([("a",), ("a", "b")])
+        join.connect(Sink(join.schema))
+        cache.connect(join, 1)
+    else:
+        cache.connect(Sink(("a", "b")))
     gc.collect()
     before = len(gc.get_objects())
     for start in range(0, rows, 1000):
