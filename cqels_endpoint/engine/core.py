@@ -480,9 +480,14 @@ class Engine:
         if type(stream) is not str or self.clock_store is not None or stream not in self.streams.clocks:
             self.push_batch(stream, [(triples, time)])
             return
-        # The per-event call of every client: ``push_batch``'s steps for one event on a stream
-        # already seen (its IRI checked then), without its lists and closures (nothing to journal).
-        data = event_triples(triples)
+        # The per-event call of every client. Where the fan-out made the stream a compiled path
+        # (``FanOut.event_path``), that one call takes the event; else (or when it refuses it)
+        # ``push_batch``'s steps for one event on a stream already seen (its IRI checked then),
+        # without its lists and closures (nothing to journal).
+        path = self.fanout.paths.get(stream)
+        data = event_triples(triples) if path is None else path.take(triples, time)
+        if data is None:
+            return
         millis = time if type(time) is int and TIME_MIN_MS <= time <= TIME_MAX_MS else None if time is None else to_millis(time)
         with self._lock:
             now = self.clock()
@@ -493,6 +498,8 @@ class Engine:
                 encode=self.dictionary.encode_triples, kept_predicates=self.fanout.kept_predicates,
             ):
                 self._dispatch(event)
+            if stream not in self.fanout.paths:
+                self.fanout.event_path(stream, self, wall_clock_ms)
             self._deliver()
 
     def push_batch(self, stream: object, events: Sequence[tuple[object, object]]) -> int:
