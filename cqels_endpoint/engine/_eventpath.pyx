@@ -60,7 +60,7 @@ cdef class EventPath:
 
     cdef public bint valid  # False once the fan-out changed: the engine makes the path again
     cdef str stream
-    cdef object engine, lock, streams, clock, arrivals, arrival_numbers, dictionary, kept
+    cdef object engine, acquire, release, streams, clock, arrivals, arrival_numbers, dictionary, kept
     cdef object fanout, index, unit, query, schedule, registry, seqs, latency, triple_types, forms
     cdef object event_triples, wall_clock
     cdef bint periodic, any_predicate
@@ -71,7 +71,8 @@ cdef class EventPath:
         self.valid = True
         self.stream = stream
         self.engine = engine
-        self.lock = engine._lock
+        # The engine's lock, taken through its bound methods (no context manager looked up per event).
+        self.acquire, self.release = engine._lock.acquire, engine._lock.release
         self.streams = engine.streams
         self.clock = engine.streams.clocks[stream]
         self.arrivals = self.clock.arrivals
@@ -117,9 +118,12 @@ cdef class EventPath:
             if type(time) is not int or not -62_135_596_800_000 <= time <= (1 << 46) - 1:  # TIME_MIN_MS … TIME_MAX_MS
                 return data
             t = PyLong_AsLongLong(time)
-        with self.lock:
+        self.acquire()
+        try:
             if not self._takes(data, time, &t):
                 return data
+        finally:
+            self.release()
         return None
 
     cdef bint _takes(self, data, object time, int64_t* t) except -1:
