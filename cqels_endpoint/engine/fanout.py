@@ -43,6 +43,12 @@ path, for comparison);
 ``CQELS_FANOUT=audit`` also does, and checks that each query the index would have skipped emitted
 nothing, kept its windows and moved its clock only as ``_catch_up`` would (the tests run it).
 
+Where one unit of one plain query reads a stream (and only it), ``event_path`` makes the stream a
+compiled *event path* (``engine/_eventpath.pyx``) that takes ``Engine.push``'s event in one call:
+the steps of ``reached``, ``_note``, ``run`` and ``settle`` below on the same objects, with the
+stream clock's and the engine's around them. It is dropped when a query comes or goes
+(``CQELS_EVENT_PATH=off``: never made; the general path is its twin).
+
 The same index gives each stream's *predicate filter* (``kept_predicates``): the ids of the
 predicates its readers' patterns can match, which is all a query reads of an event, so the other
 triples of an event released at once are never encoded (``Streams.push_batch``). It keeps every
