@@ -63,6 +63,8 @@ cdef class EventPath:
     cdef object engine, acquire, release, streams, clock, arrivals, arrival_numbers, dictionary, kept
     cdef object fanout, index, unit, query, schedule, registry, seqs, latency, triple_types, forms
     cdef object event_triples, wall_clock
+    cdef EventFeed feed  # the query's feed and its router for the stream, once ``_ready``
+    cdef object router
     cdef bint periodic, any_predicate
     cdef unordered_set[int64_t] predicates  # the predicate ids the stream's index keys for the unit
     cdef vector[double] bounds  # the latency histogram's
@@ -134,14 +136,12 @@ cdef class EventPath:
             return False
         if clock.lateness_ms != 0 or clock._buffer or self.streams.max_future_ms is not None:
             return False
-        if query.failure is not None or unit.removed:
+        if query._feed_generation != self.registry.generation:
+            self.feed = self.router = None  # a reader joined or left: the feed is decided again
             return False
-        if not (unit.settled or unit.always) or query._feed_generation != self.registry.generation:
+        if self.feed is None and not self._ready():
             return False
-        feed = query._feed  # decided at this generation (``ContinuousQuery._fed``)
-        router = query._routes.get(self.stream)
-        if feed is None or router is None or (self.periodic and self.schedule.origin is None):
-            return False
+        feed, router = self.feed, self.router
         arrival_clock = engine.clock
         cdef int64_t now = _wall_clock_ms() if arrival_clock is self.wall_clock else arrival_clock()
         if time is None:
@@ -174,6 +174,19 @@ cdef class EventPath:
             self.dictionary.decref_many(ids)
         if reached or engine._driven:
             self._deliver()
+        return True
+
+    cdef bint _ready(self) except -1:
+        """Whether the query has what the path takes as settled (its feed decided at this
+        generation, its router, its origin, its unit settled or always reached), all of which
+        stay until a query comes or goes (the path is dropped then); keeps its feed and router."""
+        unit, query = self.unit, self.query
+        if query.failure is not None or unit.removed or not (unit.settled or unit.always):
+            return False
+        feed, router = query._feed, query._routes.get(self.stream)
+        if feed is None or router is None or (self.periodic and self.schedule.origin is None):
+            return False
+        self.feed, self.router = feed, router
         return True
 
     cdef void _arrived(self, int64_t now) except *:
