@@ -19,7 +19,9 @@ and tests/engine/test_event_path.py compares both). The fan-out makes the path a
 registration or removal (``FanOut.add``/``remove`` mark the old one invalid).
 """
 
+from cpython.array cimport array
 from cpython.long cimport PyLong_AsLongLong
+from cpython.object cimport Py_SIZE
 from cpython.set cimport PySet_Contains, PySet_Discard
 from libc.stdint cimport int64_t
 from libc.time cimport time_t
@@ -65,6 +67,13 @@ cdef class EventPath:
     cdef object event_triples, wall_clock
     cdef EventFeed feed  # the query's feed and its router for the stream, once ``_ready``
     cdef object router
+    # Containers the path reads or changes in place, which their owners never replace: the index's
+    # timer heap and always-reached set, the unit's serials by stream, the arrival buckets, the
+    # latency counts, and the schedule's next closes (replaced only when the origin is set).
+    cdef list timers, counts, closes
+    cdef set always
+    cdef dict seen
+    cdef object buckets
     cdef bint periodic, any_predicate
     cdef unordered_set[int64_t] predicates  # the predicate ids the stream's index keys for the unit
     cdef vector[double] bounds  # the latency histogram's
@@ -98,6 +107,8 @@ cdef class EventPath:
         for predicate, units in index.by_predicate.items():
             if units:
                 self.predicates.insert(predicate)
+        self.timers, self.always, self.seen = index.timers, index.always, unit.seen
+        self.buckets, self.counts = self.arrivals._buckets, query.latency._counts
         for bound in query.latency.bounds:
             self.bounds.push_back(bound)
 
@@ -187,11 +198,13 @@ cdef class EventPath:
         if feed is None or router is None or (self.periodic and self.schedule.origin is None):
             return False
         self.feed, self.router = feed, router
+        if self.periodic:
+            self.closes = self.schedule._next
         return True
 
     cdef void _arrived(self, int64_t now) except *:
         """``ArrivalRate.record(now)``: inline while the newest bucket takes it."""
-        buckets = self.arrivals._buckets
+        buckets = self.buckets
         cdef int64_t start = now - now % 1000
         if buckets:
             newest = buckets[len(buckets) - 1]
@@ -202,8 +215,7 @@ cdef class EventPath:
 
     cdef bint _reached(self, ids, int64_t t) except -1:
         """``FanOut._reached_alone``: the due timers popped; whether the event reaches the unit."""
-        index = self.index
-        timers = index.timers
+        cdef list timers = self.timers
         cdef bint reached = False
         while timers and <int64_t>timers[0][0] <= t:
             entry = _heappop(timers)
@@ -211,14 +223,14 @@ cdef class EventPath:
             if entry[2] == due.version and not due.removed:
                 reached = True
                 due.timer_at = None  # due: pushed again when settled
-        if reached or self.any_predicate or PySet_Contains(index.always, self.unit):
+        if reached or self.any_predicate or PySet_Contains(self.always, self.unit):
             return True
-        cdef const long long[:] view = ids
+        cdef array triples = ids  # encode_triples' array('q'), read without a buffer view
         cdef Py_ssize_t start
         if self.predicates.empty():
             return False
-        for start in range(1, view.shape[0], 3):
-            if self.predicates.count(view[start]):
+        for start in range(1, Py_SIZE(triples), 3):
+            if self.predicates.count(triples.data.as_longlongs[start]):
                 return True
         return False
 
@@ -233,7 +245,7 @@ cdef class EventPath:
         index.latest = when
         index.serial += 1
         if reached:
-            unit.seen[self.stream] = index.serial
+            self.seen[self.stream] = index.serial
             unit.synced = serial
 
     cdef void _run(self, EventFeed feed, router, ids, object when, int64_t t, object received) except *:
@@ -245,7 +257,7 @@ cdef class EventPath:
             query._received = received
             if self.periodic:
                 schedule = self.schedule
-                if min(schedule._next) <= t:  # CloseSchedule.next_close
+                if self._next_close() <= t:
                     for close in schedule.closes_through(when):
                         query._evaluate(close)
                 tau = when if query._clock is None else query._clock
@@ -271,37 +283,45 @@ cdef class EventPath:
             else:
                 high = middle
         latency = self.latency
-        counts = latency._counts
+        counts = self.counts
         counts[low] += 1
         latency.count += 1
         latency.sum += seconds
 
     cdef void _classify(self, EventFeed feed) except *:
         """``FanOut._classify`` of the settled (or always reached) unit of one stream."""
-        unit, index = self.unit, self.index
+        unit = self.unit
         cdef bint fresh = not unit.settled and unit.fresh()
         timer = None if fresh else self._timer(feed)
         timer_at = unit.timer_at
         if timer != timer_at:
             unit.version += 1  # the entries pushed for another time are stale
         if fresh:
-            index.always.add(unit)
+            self.always.add(unit)
         else:
-            PySet_Discard(index.always, unit)
+            PySet_Discard(self.always, unit)
             if timer is not None and timer != timer_at:
-                _heappush(index.timers, (timer, unit.ordinal, unit.version, unit))
+                _heappush(self.timers, (timer, unit.ordinal, unit.version, unit))
         unit.timer_at = timer
 
     cdef object _timer(self, EventFeed feed):
         """``_Unit.timer``: the next close, or the earliest time something leaves the windows (the
         feed's states are the windows' only ones: each pattern reads one named stream)."""
         if self.periodic:
-            return min(self.schedule._next)
+            return self._next_close()
         earliest = None
         for state in feed.states:
             time = state.expiry()
             if time is not None and (earliest is None or time < earliest):
                 earliest = time
+        return earliest
+
+    cdef object _next_close(self):
+        """``CloseSchedule.next_close`` (its origin is set)."""
+        earliest = None
+        for close in self.closes:
+            if earliest is None or close < earliest:
+                earliest = close
         return earliest
 
     cdef void _deliver(self) except *:
