@@ -74,7 +74,7 @@ cdef class EventPath:
     cdef set always
     cdef dict seen
     cdef object buckets
-    cdef bint periodic, any_predicate
+    cdef bint periodic, any_predicate, always_reached
     cdef unordered_set[int64_t] predicates  # the predicate ids the stream's index keys for the unit
     cdef vector[double] bounds  # the latency histogram's
 
@@ -104,6 +104,7 @@ cdef class EventPath:
         self.forms = forms
         self.event_triples = event_triples
         self.any_predicate = unit in index.any_predicate
+        self.always_reached = unit.always  # fixed until a query joins the unit
         for predicate, units in index.by_predicate.items():
             if units:
                 self.predicates.insert(predicate)
@@ -192,7 +193,7 @@ cdef class EventPath:
         generation, its router, its origin, its unit settled or always reached), all of which
         stay until a query comes or goes (the path is dropped then); keeps its feed and router."""
         unit, query = self.unit, self.query
-        if query.failure is not None or unit.removed or not (unit.settled or unit.always):
+        if query.failure is not None or unit.removed or not (unit.settled or self.always_reached):
             return False
         feed, router = query._feed, query._routes.get(self.stream)
         if feed is None or router is None or (self.periodic and self.schedule.origin is None):
@@ -291,7 +292,7 @@ cdef class EventPath:
     cdef void _classify(self, EventFeed feed) except *:
         """``FanOut._classify`` of the settled (or always reached) unit of one stream."""
         unit = self.unit
-        cdef bint fresh = not unit.settled and unit.fresh()
+        cdef bint fresh = not unit.settled and (self.always_reached or unit.fresh())
         timer = None if fresh else self._timer(feed)
         timer_at = unit.timer_at
         if timer != timer_at:
