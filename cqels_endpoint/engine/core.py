@@ -477,17 +477,21 @@ class Engine:
         Raises ``RdfSyntaxError`` (bad text), ``LateEventError`` (older than the watermark);
         either way nothing was applied.
         """
-        if type(stream) is not str or self.clock_store is not None or stream not in self.streams.clocks:
+        # The per-event call of every client. Where the fan-out made the stream a compiled path
+        # (``FanOut.event_path``), that one call takes the event (such a stream was seen, so no
+        # clocks are kept on disk: ``keep_clocks`` comes first); else, or when the path refuses
+        # it, ``push_batch``'s steps for one event on a stream already seen (its IRI checked
+        # then), without its lists and closures (nothing to journal).
+        path = self.fanout.paths.get(stream) if type(stream) is str else None
+        if path is not None:
+            data = path.take(triples, time)
+            if data is None:
+                return
+        elif type(stream) is not str or self.clock_store is not None or stream not in self.streams.clocks:
             self.push_batch(stream, [(triples, time)])
             return
-        # The per-event call of every client. Where the fan-out made the stream a compiled path
-        # (``FanOut.event_path``), that one call takes the event; else (or when it refuses it)
-        # ``push_batch``'s steps for one event on a stream already seen (its IRI checked then),
-        # without its lists and closures (nothing to journal).
-        path = self.fanout.paths.get(stream)
-        data = event_triples(triples) if path is None else path.take(triples, time)
-        if data is None:
-            return
+        else:
+            data = event_triples(triples)
         millis = time if type(time) is int and TIME_MIN_MS <= time <= TIME_MAX_MS else None if time is None else to_millis(time)
         with self._lock:
             now = self.clock()
