@@ -49,8 +49,8 @@ cdef inline int64_t _wall_clock_ms() noexcept:
     """``core.wall_clock_ms`` (``time.time_ns() // 1_000_000``) without its Python frame."""
     cdef timespec now
     clock_gettime(CLOCK_REALTIME, &now)
-    cdef int64_t ns = <int64_t>now.tv_sec * 1000000000 + now.tv_nsec
-    return ns // 1000000 if ns >= 0 else -((-ns + 999999) // 1000000)
+    # Cython's ``//`` on C integers floors, as Python's does (no cdivision).
+    return (<int64_t>now.tv_sec * 1000000000 + now.tv_nsec) // 1000000
 
 
 cdef class EventPath:
@@ -184,8 +184,10 @@ cdef class EventPath:
         finally:
             # The windows took their own references to what they keep.
             self.dictionary.decref_many(ids)
-        if reached or engine._driven:
+        if reached:
             self._deliver()
+        elif engine._driven:
+            engine._deliver()
         return True
 
     cdef bint _ready(self) except -1:
