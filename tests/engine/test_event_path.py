@@ -6,6 +6,7 @@ triples, no time), advances, clock resets and failing queries."""
 from __future__ import annotations
 
 import os
+import time
 from unittest import mock
 
 import pyoxigraph as ox
@@ -161,4 +162,19 @@ def test_the_path_is_dropped_when_a_query_comes_or_goes() -> None:
     engine.push(S1, f"<{EX}e10> <{EX}p0> 1 .", time=10)
     assert engine.fanout.paths[S1] is not None
     assert lone.evaluations == 5
+    engine.close()
+
+
+def test_an_event_without_a_time_takes_the_wall_clock_on_the_path() -> None:
+    engine = Engine()
+    query = engine.register(f"SELECT ?s WHERE {{ STREAM <{S1}> [RANGE 1h] {{ ?s <{EX}p0> ?o }} }}")
+    for k in range(3):
+        engine.push(S1, f"<{EX}e{k}> <{EX}p0> 1 .")
+    assert engine.fanout.paths[S1] is not None
+    before = time.time_ns() // 1_000_000
+    engine.push(S1, f"<{EX}e9> <{EX}p0> 1 .")
+    after = time.time_ns() // 1_000_000
+    (stats,) = engine.stream_stats(S1)
+    assert before <= stats["latest"] <= after and stats["events"] == stats["last_minute"] == 4
+    assert query.clock == stats["latest"] and query.evaluations == 4
     engine.close()
