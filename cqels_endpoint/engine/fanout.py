@@ -73,7 +73,7 @@ from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import stream_wide
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
-from cqels_endpoint.runtime.streams import _ENCODED_AS_THEY_ARE, Event, TripleForms, event_triples
+from cqels_endpoint.runtime.streams import ENCODED_AS_THEY_ARE, Event, TripleForms, event_triples
 
 if use_pure_python():
     EventPath = None  # every event takes the general path, the compiled one's twin
@@ -340,7 +340,7 @@ class FanOut:
             ):
                 path = EventPath(
                     engine, stream, self, index, unit, query,
-                    wall_clock=wall_clock, triple_types=_ENCODED_AS_THEY_ARE, forms=TripleForms, event_triples=event_triples,
+                    wall_clock=wall_clock, triple_types=ENCODED_AS_THEY_ARE, forms=TripleForms, event_triples=event_triples,
                 )
         self.paths[stream] = path
         return path
