@@ -31,6 +31,7 @@ from libcpp.vector cimport vector
 import heapq
 import time as _time
 
+from cqels_endpoint.runtime._dictionary cimport TermDictionary
 from cqels_endpoint.runtime._feed cimport EventFeed
 
 cdef extern from "<time.h>" nogil:
@@ -62,7 +63,8 @@ cdef class EventPath:
 
     cdef public bint valid  # False once the fan-out changed: the engine makes the path again
     cdef str stream
-    cdef object engine, acquire, release, streams, clock, arrivals, arrival_numbers, dictionary, kept
+    cdef object engine, acquire, release, streams, clock, arrivals, arrival_numbers, kept
+    cdef TermDictionary dictionary
     cdef object fanout, index, unit, query, schedule, registry, seqs, latency, triple_types, forms
     cdef object event_triples, wall_clock
     cdef EventFeed feed  # the query's feed and its router for the stream, once ``_ready``
@@ -182,13 +184,18 @@ cdef class EventPath:
                 if not unit.removed:  # FanOut.settle
                     self._classify(feed)
         finally:
-            # The windows took their own references to what they keep.
-            self.dictionary.decref_many(ids)
+            # The windows took their own references to what they keep (``decref_many`` in C).
+            self._release_ids(ids)
         if reached:
             self._deliver()
         elif engine._driven:
             engine._deliver()
         return True
+
+    cdef void _release_ids(self, array ids) except *:
+        cdef Py_ssize_t i
+        for i in range(Py_SIZE(ids)):
+            self.dictionary._decref(ids.data.as_longlongs[i])
 
     cdef bint _ready(self) except -1:
         """Whether the query has what the path takes as settled (its feed decided at this
