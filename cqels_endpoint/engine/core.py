@@ -477,12 +477,21 @@ class Engine:
         Raises ``RdfSyntaxError`` (bad text), ``LateEventError`` (older than the watermark);
         either way nothing was applied.
         """
-        if type(stream) is not str or self.clock_store is not None or stream not in self.streams.clocks:
+        # The per-event call of every client. Where the fan-out made the stream a compiled path
+        # (``FanOut.event_path``), that one call takes the event (such a stream was seen, so no
+        # clocks are kept on disk: ``keep_clocks`` comes first); else, or when the path refuses
+        # it, ``push_batch``'s steps for one event on a stream already seen (its IRI checked
+        # then), without its lists and closures (nothing to journal).
+        path = self.fanout.paths.get(stream) if type(stream) is str else None
+        if path is not None:
+            data = path.take(triples, time)
+            if data is None:
+                return
+        elif type(stream) is not str or self.clock_store is not None or stream not in self.streams.clocks:
             self.push_batch(stream, [(triples, time)])
             return
-        # The per-event call of every client: ``push_batch``'s steps for one event on a stream
-        # already seen (its IRI checked then), without its lists and closures (nothing to journal).
-        data = event_triples(triples)
+        else:
+            data = event_triples(triples)
         millis = time if type(time) is int and TIME_MIN_MS <= time <= TIME_MAX_MS else None if time is None else to_millis(time)
         with self._lock:
             now = self.clock()
@@ -493,6 +502,8 @@ class Engine:
                 encode=self.dictionary.encode_triples, kept_predicates=self.fanout.kept_predicates,
             ):
                 self._dispatch(event)
+            if stream not in self.fanout.paths:
+                self.fanout.event_path(stream, self, wall_clock_ms)
             self._deliver()
 
     def push_batch(self, stream: object, events: Sequence[tuple[object, object]]) -> int:

@@ -43,6 +43,12 @@ path, for comparison);
 ``CQELS_FANOUT=audit`` also does, and checks that each query the index would have skipped emitted
 nothing, kept its windows and moved its clock only as ``_catch_up`` would (the tests run it).
 
+Where one unit of one plain query reads a stream (and only it), ``event_path`` makes the stream a
+compiled *event path* (``engine/_eventpath.pyx``) that takes ``Engine.push``'s event in one call:
+the steps of ``reached``, ``_note``, ``run`` and ``settle`` below on the same objects, with the
+stream clock's and the engine's around them. It is dropped when a query comes or goes
+(``CQELS_EVENT_PATH=off``: never made; the general path is its twin).
+
 The same index gives each stream's *predicate filter* (``kept_predicates``): the ids of the
 predicates its readers' patterns can match, which is all a query reads of an event, so the other
 triples of an event released at once are never encoded (``Streams.push_batch``). It keeps every
@@ -66,7 +72,14 @@ from cqels_endpoint.engine.instances import GroupDriver, InstanceQuery
 from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import stream_wide
-from cqels_endpoint.runtime.streams import Event
+from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
+from cqels_endpoint.runtime.streams import ENCODED_AS_THEY_ARE, Event, TripleForms, event_triples
+
+if use_pure_python():
+    EventPath = None  # every event takes the general path, the compiled one's twin
+else:
+    with compiled_imports("event path"):
+        from cqels_endpoint.engine._eventpath import EventPath
 
 MODES = ("index", "all", "audit")
 _NOW = re.compile(r"\bNOW\s*\(", re.IGNORECASE)
@@ -175,6 +188,13 @@ class FanOut:
             raise ValueError(msg)
         self.filtering = filtering == "on"
         self._kept: dict[str, frozenset[int] | None] = {}  # kept_predicates by stream, until a query comes or goes
+        paths = os.environ.get("CQELS_EVENT_PATH") or "on"
+        if paths not in ("on", "off"):
+            msg = f"CQELS_EVENT_PATH is on or off, not {paths!r}"
+            raise ValueError(msg)
+        self._making_paths = paths == "on" and EventPath is not None and mode == "index"
+        # By stream: its compiled event path (``event_path``; None: it has none), until a query comes or goes.
+        self.paths: dict[str, EventPath | None] = {}
 
     # ------------------------------------------------------------------ registration
 
@@ -182,6 +202,7 @@ class FanOut:
         """``query`` now reads its streams (an instance: its group's driver does)."""
         self._order[query] = next(self._ordinals)
         self._kept.clear()
+        self._drop_paths()
         if query._variable:
             self._everywhere.append(query)
             held: list[int] = []
@@ -228,6 +249,7 @@ class FanOut:
         """``query`` was unregistered or failed."""
         self._order.pop(query, None)
         self._kept.clear()
+        self._drop_paths()
         if query in self._everywhere:
             self._everywhere.remove(query)
             self._dictionary.decref_many(self._everywhere_predicates.pop(query)[1])
@@ -301,6 +323,34 @@ class FanOut:
                 kept.update(predicates)
         self._kept[stream] = None if kept is None else frozenset(kept)
         return self._kept[stream]
+
+    def event_path(self, stream: str, engine, wall_clock) -> EventPath | None:
+        """Makes and keeps in ``paths`` the compiled path of ``stream``'s events
+        (``engine/_eventpath.pyx``) where one unit reads it, made of one plain query (no template
+        instance, directional query, ``STREAM ?s`` or stream-wide count window) reading only that
+        stream; None elsewhere. ``engine``: the ``Engine``; ``wall_clock``: its default arrival clock."""
+        path = None
+        index = self._streams.get(stream)
+        if self._making_paths and index is not None and len(index.units) == 1 and not self._everywhere:
+            (unit,) = index.units
+            (query, *others) = unit.targets
+            if (
+                not others and unit.queries == [query] and type(query) is ContinuousQuery and unit.streams == (stream,)
+                and query.windows and not query._variable and not any(stream_wide(st.window) for st in query.patterns)
+            ):
+                path = EventPath(
+                    engine, stream, self, index, unit, query,
+                    wall_clock=wall_clock, triple_types=ENCODED_AS_THEY_ARE, forms=TripleForms, event_triples=event_triples,
+                )
+        self.paths[stream] = path
+        return path
+
+    def _drop_paths(self) -> None:
+        """A query comes or goes: each stream's event path is made again (``event_path``)."""
+        for path in self.paths.values():
+            if path is not None:
+                path.valid = False
+        self.paths.clear()
 
     def static_changed(self) -> None:
         """The static data or a query's caches changed: every query shows it at its next evaluation."""

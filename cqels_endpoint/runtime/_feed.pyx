@@ -10,6 +10,7 @@ from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 from cqels_endpoint.runtime._routing cimport Router, pattern_matches
+from cqels_endpoint.runtime._windows cimport WindowState
 
 
 cdef class EventFeed:
@@ -24,8 +25,8 @@ cdef class EventFeed:
     def offer(self, Router router, ids, t, tau, seqs):
         """Routes the triples of ``ids`` with ``router`` and offers each match, in order, to its
         pattern's state at clock ``tau``: an admitted one goes to ``on_insert`` with the next
-        number of ``seqs``, what its insertion pushes out to ``on_expire``. ``t`` and ``tau`` stay
-        Python ints: each call hands them on as they are, with no int made per call."""
+        number of ``seqs``, what its insertion pushes out to ``on_expire``. ``t`` goes on to
+        ``on_insert`` as the Python int it is, with no int made per call; the states are called in C."""
         cdef const long long[:] view = ids
         cdef Py_ssize_t start
         cdef int64_t triple[3]
@@ -34,7 +35,9 @@ cdef class EventFeed:
         cdef size_t k
         cdef int index
         cdef bint matches
-        cdef object pattern_id, state, seq
+        cdef int64_t t_ms = t, tau_ms = tau
+        cdef object pattern_id, seq
+        cdef WindowState state
         for start in range(0, view.shape[0] - 2, 3):
             triple[0], triple[1], triple[2] = view[start], view[start + 1], view[start + 2]
             found = router.by_predicate.find(triple[1])
@@ -49,10 +52,10 @@ cdef class EventFeed:
                     continue
                 pattern_id = router.pattern_ids[index]
                 state = self.states[router.pattern_ids[index]]
-                if not state.admits(t, tau):
+                if not state.admits(t_ms, tau_ms):
                     continue
                 seq = next(seqs)
-                expired = state.insert(t, seq, start // 3)
+                expired = state.insert(t_ms, seq, start // 3)
                 self.on_insert(pattern_id, (triple[0], triple[1], triple[2]), t, seq)
                 for gone in expired:
                     self.on_expire(pattern_id, gone)

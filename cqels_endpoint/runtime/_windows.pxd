@@ -13,6 +13,10 @@ cdef struct Entry:
 cdef class WindowState:
     cdef cdeque[Entry] _entries  # oldest first
 
+    # C calls for the compiled event feed (_feed.pyx), Python methods for everyone else.
+    cpdef bint admits(self, int64_t t, int64_t tau)
+    cpdef list insert(self, int64_t t, int64_t seq, int64_t index=*)
+
     cdef void _append(self, int64_t t, int64_t seq)
     cdef list _pop_before(self, int64_t bound, bint inclusive)
 

@@ -9,10 +9,10 @@ from libc.stdint cimport int64_t
 cdef class WindowState:
     """The triples (as ``(t, seq)``) one window holds (see windows.WindowState)."""
 
-    def admits(self, int64_t t, int64_t tau):
+    cpdef bint admits(self, int64_t t, int64_t tau):
         return True
 
-    def insert(self, int64_t t, int64_t seq, int64_t index=0):
+    cpdef list insert(self, int64_t t, int64_t seq, int64_t index=0):
         self._append(t, seq)
         return []
 
@@ -57,7 +57,7 @@ cdef class EagerRangeState(WindowState):
     def __init__(self, int64_t range_ms):
         self.range_ms = range_ms
 
-    def admits(self, int64_t t, int64_t tau):
+    cpdef bint admits(self, int64_t t, int64_t tau):
         return t > tau - self.range_ms
 
     def expire(self, int64_t tau):
@@ -74,7 +74,7 @@ cdef class PeriodicRangeState(WindowState):
         self.range_ms = range_ms
         self.slide_ms = slide_ms
 
-    def admits(self, int64_t t, int64_t tau):
+    cpdef bint admits(self, int64_t t, int64_t tau):
         return t >= tau - self.range_ms
 
     def expire(self, int64_t tau):
@@ -87,7 +87,7 @@ cdef class PeriodicRangeState(WindowState):
 cdef class NowState(WindowState):
     """``NOW``: the triples at the current instant, ``t' = τ``."""
 
-    def admits(self, int64_t t, int64_t tau):
+    cpdef bint admits(self, int64_t t, int64_t tau):
         return t >= tau
 
     def expire(self, int64_t tau):
@@ -107,7 +107,7 @@ cdef class TriplesState(WindowState):
     def __init__(self, int64_t count):
         self.count = count
 
-    def insert(self, int64_t t, int64_t seq, int64_t index=0):
+    cpdef list insert(self, int64_t t, int64_t seq, int64_t index=0):
         self._append(t, seq)
         cdef list gone = []
         while <int64_t>self._entries.size() > self.count:
@@ -137,7 +137,7 @@ cdef class StreamTriplesState(WindowState):
             self._ordinals.pop_front()
         return gone
 
-    def insert(self, int64_t t, int64_t seq, int64_t index=0):
+    cpdef list insert(self, int64_t t, int64_t seq, int64_t index=0):
         cdef int64_t ordinal = self._start + index
         if ordinal < self.seen - self.count:
             return [seq]

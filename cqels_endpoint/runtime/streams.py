@@ -499,7 +499,7 @@ def to_triples(data: object) -> tuple[ox.Triple, ...]:
 
 
 # What TermDictionary.encode_triples takes item by item (a quad's graph ignored, as to_triples does).
-_ENCODED_AS_THEY_ARE = (ox.Triple, ox.Quad)
+ENCODED_AS_THEY_ARE = (ox.Triple, ox.Quad)
 
 
 def event_triples(data: object) -> object:
@@ -511,7 +511,7 @@ def event_triples(data: object) -> object:
         return data
     if type(data) in (list, tuple):
         for item in data:  # a loop, not all(): no generator per push
-            if type(item) not in _ENCODED_AS_THEY_ARE:
+            if type(item) not in ENCODED_AS_THEY_ARE:
                 break
         else:
             return data
