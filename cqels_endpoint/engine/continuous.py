@@ -15,6 +15,7 @@ import itertools
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -32,6 +33,9 @@ from cqels_endpoint.runtime.sharing import WindowReader
 from cqels_endpoint.runtime.streams import Event
 from cqels_endpoint.runtime.windows import CloseSchedule
 from cqels_endpoint.terms import IRI
+
+if TYPE_CHECKING:
+    from cqels_endpoint.engine.shared_plan import SharedPlan
 
 
 @dataclass(eq=False)
@@ -68,6 +72,8 @@ class ContinuousQuery:
     # Set: each evaluation hands Γ's signed changes ``(tau, [(row, ±1), …])`` here instead of making
     # R2S emissions (a partition of a Spark job, whose global stage applies the R2S: streaming/).
     on_changes: Callable[[int, list[tuple[Row, int]]], None] | None = field(init=False, default=None)
+    # The window buffer, feed and fan it shares with the other queries of its unit (engine.shared_plan).
+    _shared: SharedPlan | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.r2s, self.mode = R2S(self.r2s), Mode(self.mode)
@@ -334,8 +340,13 @@ class ContinuousQuery:
         if self.schedule is not None:
             for close in self.schedule.closes_through(time):
                 self._evaluate(close)
+            return
+        tau = time if self.clock is None else max(time, self.clock)
+        if self._shared is not None:
+            self._shared.start(step, tau)
+            self._evaluate_shared(tau)
         else:
-            self._evaluate(time if self.clock is None else max(time, self.clock))
+            self._evaluate(tau)
 
     def _evaluate(self, tau: int) -> None:
         feed = self._fed()
@@ -351,6 +362,21 @@ class ContinuousQuery:
             self.on_changes(tau, self.evaluator.evaluate(tau))
             return
         with self.evaluator.emitted(tau, self.r2s) as rows:
+            self._emit(tau, rows)
+
+    def _evaluate_shared(self, tau: int) -> None:
+        """``_evaluate`` once its unit's shared buffer has fed and punctuated its plan at ``tau``
+        (``SharedPlan.start``): nothing more to do than an evaluation's counts when its sink took
+        no change (it would emit nothing), else its emission as ``_evaluate`` makes it."""
+        evaluator = self.evaluator
+        error = self._shared.failure(self)
+        if error is not None:
+            raise error
+        if not evaluator.shared_tick(tau):
+            self._clock = tau  # caught up by the fan-out before the round (``engine.fanout``)
+            self._evaluations += 1
+            return
+        with evaluator.emitted(tau, self.r2s, punctuated=True) as rows:
             self._emit(tau, rows)
 
     def evaluate_at(self, tau: int) -> list[Emission]:
@@ -398,6 +424,8 @@ class ContinuousQuery:
 
     def _close(self) -> None:
         """Releases the windows and the plan (the query was unregistered)."""
+        if self._shared is not None:
+            self._shared.leave(self)
         for window in self.windows:
             window.close()
         self.evaluator.dictionary.decref_many(self._route_constants)

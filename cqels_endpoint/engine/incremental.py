@@ -167,6 +167,10 @@ class IncrementalEvaluator:
             TemplateWriter(dictionary, self.sink.schema, query.template) if query.form == QueryForm.CONSTRUCT else None
         )
         self.describe_cache: Callable[[StaticCache], list[str]] | None = None
+        # The window buffer it reads with other queries (``adopt_buffer``), which it does not close,
+        # and the operators' emitted total after its last shared tick (``shared_tick``).
+        self._adopted: object | None = None
+        self._emitted_mark = 0
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
@@ -220,25 +224,26 @@ class IncrementalEvaluator:
         self.release_decoded()
         return changes
 
-    def emitted(self, tau: int, r2s: R2S) -> IdRows:
+    def emitted(self, tau: int, r2s: R2S, *, punctuated: bool = False) -> IdRows:
         """Closes the tick at ``tau`` like ``evaluate``: the rows ``r2s`` emits (the changes of its
-        sign, or Γ for RSTREAM) as rows of ids, valid until the returned rows are released."""
+        sign, or Γ for RSTREAM) as rows of ids, valid until the returned rows are released.
+        ``punctuated``: a shared buffer punctuated the plan already (``shared_tick``)."""
         if r2s is R2S.RSTREAM:
             # Γ itself is emitted: the tick's changes are taken (and ORDER BY's previous order
             # forgotten) but not listed row by row.
-            taken = self._tick(tau)
+            taken = self._tick(tau, punctuated)
             if self._order is not None:
                 self._order.arrange(taken)
             rows, decode_all = self.snapshot_rows(), self._rows.snapshot
         else:
             sign = 1 if r2s is R2S.ISTREAM else -1
-            rows, decode_all = [row for row, s in self.evaluate_rows(tau) if s == sign], self._rows.decode_all
+            rows, decode_all = [row for row, s in self.evaluate_rows(tau, punctuated) if s == sign], self._rows.decode_all
         return IdRows(rows, decode_all, self._writer, self.release_decoded, self._template_writer)
 
-    def evaluate_rows(self, tau: int) -> list[tuple[tuple, int]]:
+    def evaluate_rows(self, tau: int, punctuated: bool = False) -> list[tuple[tuple, int]]:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
-        taken = self._tick(tau)
+        taken = self._tick(tau, punctuated)
         if self._order is not None:
             return self._order.arrange(taken)
         changes: list[tuple[tuple, int]] = []
@@ -250,9 +255,13 @@ class IncrementalEvaluator:
                 changes.extend([(row, 1 if count > 0 else -1)] * abs(count))
         return changes
 
-    def _tick(self, tau: int) -> list[tuple[tuple, int]]:
+    def _tick(self, tau: int, punctuated: bool = False) -> list[tuple[tuple, int]]:
         """Punctuates the plan at ``tau`` (bounded by ``max_tick_rows``): the sink's net changes
-        ``(row, signed count)`` since the previous tick."""
+        ``(row, signed count)`` since the previous tick. ``punctuated``: ``shared_tick`` counted
+        the tick's rows already."""
+        if punctuated:
+            self.evaluations += 1
+            return self.sink.take()
         self._tau = tau
         operators = self._operators
         start = emitted_total(operators)
@@ -269,6 +278,40 @@ class IncrementalEvaluator:
         self.peak_tick_rows = max(self.peak_tick_rows, self.tick_rows)
         self.evaluations += 1
         return self.sink.take()
+
+    def adopt_buffer(self, pattern_id: int, buffer: Operator) -> tuple[Operator, int]:
+        """Reads pattern ``pattern_id`` through ``buffer``, a window buffer other queries read too
+        (``engine.shared_plan``), in place of its own, which holds nothing yet; returns where its
+        own buffer pushed, which ``buffer`` now feeds (through a ``Fan``). ``explain`` shows the
+        shared buffer's counters: those of its own, since each would have had the same calls."""
+        own = self._windows[pattern_id]
+        if len(own):
+            msg = f"the window buffer of pattern {pattern_id} holds triples: it cannot be shared now"
+            raise ValueError(msg)
+        node_id = self.plan.leaves[pattern_id].id
+        self._windows[pattern_id] = self.built.buffers[pattern_id] = self.built.operators[node_id] = buffer
+        self._sources[self._sources.index(own)] = buffer
+        self._operators[self._operators.index(own)] = buffer
+        self._adopted = buffer
+        self._emitted_mark = emitted_total(self._operators)
+        target = (own.downstream, own.downstream_port)
+        own.close()
+        return target
+
+    def shared_tick(self, tau: int) -> bool:
+        """The shared buffer punctuated the plan at ``tau`` (``engine.shared_plan``): the tick's
+        rows are counted as ``_tick`` counts them; whether the sink took changes. When it took
+        none, the evaluation is counted here and nothing is left to take (the caller emits
+        nothing); else the caller takes them through ``emitted(..., punctuated=True)``."""
+        total = emitted_total(self._operators)
+        self.tick_rows = total - self._emitted_mark
+        self._emitted_mark = total
+        if self.tick_rows > self.peak_tick_rows:
+            self.peak_tick_rows = self.tick_rows
+        if self.sink._pending:
+            return True
+        self.evaluations += 1
+        return False
 
     def snapshot(self) -> list[dict[str, Term]]:
         """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""
@@ -339,7 +382,8 @@ class IncrementalEvaluator:
             return
         self._closed = True
         for operator in self.built.operators.values():
-            operator.close()
+            if operator is not self._adopted:  # its other readers close it (engine.shared_plan)
+                operator.close()
         self.release_decoded()
 
     # ------------------------------------------------------------------ helpers
