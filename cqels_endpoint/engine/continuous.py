@@ -367,16 +367,19 @@ class ContinuousQuery:
     def _evaluate_shared(self, tau: int) -> None:
         """``_evaluate`` once its unit's shared buffer has fed and punctuated its plan at ``tau``
         (``SharedPlan.start``): nothing more to do than an evaluation's counts when its sink took
-        no change (it would emit nothing), else its emission as ``_evaluate`` makes it."""
-        evaluator = self.evaluator
-        error = self._shared.failure(self)
-        if error is not None:
-            raise error
-        if not evaluator.shared_tick(tau):
+        no change of its R2S's sign (it would emit nothing), else its emission as ``_evaluate``
+        makes it."""
+        shared = self._shared
+        if shared.errors:
+            error = shared.failure(self)
+            if error is not None:
+                raise error
+        rows = self.evaluator.shared_emitted(tau, self.r2s)
+        if rows is None:
             self._clock = tau  # caught up by the fan-out before the round (``engine.fanout``)
             self._evaluations += 1
             return
-        with evaluator.emitted(tau, self.r2s, punctuated=True) as rows:
+        with rows:
             self._emit(tau, rows)
 
     def evaluate_at(self, tau: int) -> list[Emission]:
@@ -392,15 +395,16 @@ class ContinuousQuery:
         """The evaluation at ``tau`` is done and emits ``rows``: Γ's changes of the R2S's sign, or Γ
         (RSTREAM). ``phase``: the ``anchor`` and ``final`` of a directional query's emissions."""
         self.clock = tau
-        self.evaluations += 1
+        self._evaluations += 1  # a sum: the evaluations a catch-up adds may come before or after
         emitted = len(self._outbox)
-        if self.algebra.form == QueryForm.ASK:
+        form = self.algebra.form
+        if form == QueryForm.ASK:
             # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
             if self.r2s is R2S.RSTREAM:
                 self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(len(rows)), **phase))
             elif len(rows):
                 self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s is R2S.ISTREAM, **phase))
-        elif self.algebra.form == QueryForm.CONSTRUCT:
+        elif form == QueryForm.CONSTRUCT:
             # Terms for the subscribers that read terms; N-Triples written from ids when all read JSON.
             if self._reads_terms():
                 triples = instantiate(self.algebra.template, rows.mappings())

@@ -58,6 +58,10 @@ from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.limits import LimitExceeded
 
 
+def _nothing() -> None:
+    """What the rows of a shared plan's evaluation release (``shared_emitted``)."""
+
+
 def release_rows_python(dictionary, rows: Sequence[tuple]) -> None:
     """Drops one reference to each id of ``rows`` (None: an unbound column). The reference version
     of ``release_rows`` (compiled in ``engine/_incremental.pyx`` unless ``CQELS_PURE_PYTHON=1``)."""
@@ -168,8 +172,9 @@ class IncrementalEvaluator:
         )
         self.describe_cache: Callable[[StaticCache], list[str]] | None = None
         # The window buffer it reads with other queries (``adopt_buffer``), which it does not close,
-        # and the operators' emitted total after its last shared tick (``shared_tick``).
+        # and the operators' emitted total after its last shared evaluation (``shared_emitted``).
         self._adopted: object | None = None
+        self._shared_decode_all: Callable[[list[tuple]], list] | None = None
         self._emitted_mark = 0
 
     # ------------------------------------------------------------------ the Evaluator protocol
@@ -224,26 +229,25 @@ class IncrementalEvaluator:
         self.release_decoded()
         return changes
 
-    def emitted(self, tau: int, r2s: R2S, *, punctuated: bool = False) -> IdRows:
+    def emitted(self, tau: int, r2s: R2S) -> IdRows:
         """Closes the tick at ``tau`` like ``evaluate``: the rows ``r2s`` emits (the changes of its
-        sign, or Γ for RSTREAM) as rows of ids, valid until the returned rows are released.
-        ``punctuated``: a shared buffer punctuated the plan already (``shared_tick``)."""
+        sign, or Γ for RSTREAM) as rows of ids, valid until the returned rows are released."""
         if r2s is R2S.RSTREAM:
             # Γ itself is emitted: the tick's changes are taken (and ORDER BY's previous order
             # forgotten) but not listed row by row.
-            taken = self._tick(tau, punctuated)
+            taken = self._tick(tau)
             if self._order is not None:
                 self._order.arrange(taken)
             rows, decode_all = self.snapshot_rows(), self._rows.snapshot
         else:
             sign = 1 if r2s is R2S.ISTREAM else -1
-            rows, decode_all = [row for row, s in self.evaluate_rows(tau, punctuated) if s == sign], self._rows.decode_all
+            rows, decode_all = [row for row, s in self.evaluate_rows(tau) if s == sign], self._rows.decode_all
         return IdRows(rows, decode_all, self._writer, self.release_decoded, self._template_writer)
 
-    def evaluate_rows(self, tau: int, punctuated: bool = False) -> list[tuple[tuple, int]]:
+    def evaluate_rows(self, tau: int) -> list[tuple[tuple, int]]:
         """``evaluate`` before decoding: rows of term ids aligned with ``sink.schema``. The ids of
         rows that left stay decodable until ``release_decoded()``."""
-        taken = self._tick(tau, punctuated)
+        taken = self._tick(tau)
         if self._order is not None:
             return self._order.arrange(taken)
         changes: list[tuple[tuple, int]] = []
@@ -255,13 +259,9 @@ class IncrementalEvaluator:
                 changes.extend([(row, 1 if count > 0 else -1)] * abs(count))
         return changes
 
-    def _tick(self, tau: int, punctuated: bool = False) -> list[tuple[tuple, int]]:
+    def _tick(self, tau: int) -> list[tuple[tuple, int]]:
         """Punctuates the plan at ``tau`` (bounded by ``max_tick_rows``): the sink's net changes
-        ``(row, signed count)`` since the previous tick. ``punctuated``: ``shared_tick`` counted
-        the tick's rows already."""
-        if punctuated:
-            self.evaluations += 1
-            return self.sink.take()
+        ``(row, signed count)`` since the previous tick."""
         self._tau = tau
         operators = self._operators
         start = emitted_total(operators)
@@ -279,11 +279,13 @@ class IncrementalEvaluator:
         self.evaluations += 1
         return self.sink.take()
 
-    def adopt_buffer(self, pattern_id: int, buffer: Operator) -> tuple[Operator, int]:
+    def adopt_buffer(self, pattern_id: int, buffer: Operator, decode_all: Callable[[list[tuple]], list]) -> tuple[Operator, int]:
         """Reads pattern ``pattern_id`` through ``buffer``, a window buffer other queries read too
         (``engine.shared_plan``), in place of its own, which holds nothing yet; returns where its
         own buffer pushed, which ``buffer`` now feeds (through a ``Fan``). ``explain`` shows the
-        shared buffer's counters: those of its own, since each would have had the same calls."""
+        shared buffer's counters: those of its own, since each would have had the same calls.
+        ``decode_all``: what decodes its emitted rows from then on (the shared plan's, which
+        decodes a row once for the queries that emit it in one round)."""
         own = self._windows[pattern_id]
         if len(own):
             msg = f"the window buffer of pattern {pattern_id} holds triples: it cannot be shared now"
@@ -293,25 +295,39 @@ class IncrementalEvaluator:
         self._sources[self._sources.index(own)] = buffer
         self._operators[self._operators.index(own)] = buffer
         self._adopted = buffer
+        self._shared_decode_all = decode_all
         self._emitted_mark = emitted_total(self._operators)
         target = (own.downstream, own.downstream_port)
         own.close()
         return target
 
-    def shared_tick(self, tau: int) -> bool:
-        """The shared buffer punctuated the plan at ``tau`` (``engine.shared_plan``): the tick's
-        rows are counted as ``_tick`` counts them; whether the sink took changes. When it took
-        none, the evaluation is counted here and nothing is left to take (the caller emits
-        nothing); else the caller takes them through ``emitted(..., punctuated=True)``."""
+    def shared_emitted(self, tau: int, r2s: R2S) -> IdRows | None:
+        """``emitted`` once a shared buffer punctuated the plan at ``tau`` (``engine.shared_plan``):
+        the evaluation and its rows are counted as ``_tick`` counts them, and the sink's changes
+        taken; None when none has ``r2s``'s sign (ISTREAM or DSTREAM), so nothing is emitted.
+        A shared plan has no ORDER BY and no source but the buffer, which releases what it holds
+        itself: nothing is left to release after the rows are decoded."""
         total = emitted_total(self._operators)
         self.tick_rows = total - self._emitted_mark
         self._emitted_mark = total
         if self.tick_rows > self.peak_tick_rows:
             self.peak_tick_rows = self.tick_rows
-        if self.sink._pending:
-            return True
         self.evaluations += 1
-        return False
+        pending = self.sink._pending
+        if not pending:
+            return None
+        entered = r2s is R2S.ISTREAM
+        rows = []
+        for row, count in pending.items():
+            if (count > 0) is entered:
+                if count == 1 or count == -1:  # nearly every change: one occurrence
+                    rows.append(row)
+                else:
+                    rows.extend([row] * abs(count))
+        pending.clear()  # what ``take`` does, keeping the sink's counter
+        if not rows:
+            return None
+        return IdRows(rows, self._shared_decode_all, self._writer, _nothing, self._template_writer)
 
     def snapshot(self) -> list[dict[str, Term]]:
         """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""

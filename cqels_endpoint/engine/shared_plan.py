@@ -45,10 +45,14 @@ class SharedPlan:
         self._buffer = buffer
         self._released = released  # what the buffer handed back, dropped at the next round
         self._fan = Fan()
+        self.errors = self._fan.errors  # by id of a query's first operator: what its plan raised this round
         # By query: the first operator of its plan and its port, where its own buffer pushed.
         self._targets: dict[object, tuple[object, int]] = {}
+        # The rows decoded in this round, by sink schema: the queries that emit one row (the
+        # triple that entered, say) decode it once; each emission gets its own copy of the mapping.
+        self._decoded: dict[tuple, dict[tuple, dict]] = {}
         for query in queries:
-            self._targets[query] = query.evaluator.adopt_buffer(0, buffer)
+            self._targets[query] = query.evaluator.adopt_buffer(0, buffer, self._decoder(query.evaluator))
             query._shared = self
         self._fan.set_targets(list(self._targets.values()))
         buffer.downstream = self._fan
@@ -88,16 +92,33 @@ class SharedPlan:
         if self._released:
             release_rows(self._dictionary, self._released)  # left two rounds ago: decoded by all
             self._released.clear()
-        self._fan.errors.clear()
+        self.errors.clear()
+        for decoded in self._decoded.values():
+            decoded.clear()
         if event is not None:
             self._feed.offer(query._router(event.stream), event.ids, event.time, tau, seqs)
         self._feed.expire(tau)
         self._buffer.on_punctuation(tau)
 
+    def _decoder(self, evaluator):
+        """The ``decode_all`` of ``evaluator``'s emitted rows through the round's decoded rows."""
+        decoded = self._decoded.setdefault(tuple(evaluator.sink.schema), {})
+        decode = evaluator._rows.decode
+
+        def decode_all(rows: list[tuple]) -> list[dict]:
+            mappings = []
+            for row in rows:
+                mapping = decoded.get(row)
+                if mapping is None:
+                    mapping = decoded[row] = decode(row)
+                mappings.append(mapping.copy())
+            return mappings
+
+        return decode_all
+
     def failure(self, query) -> Exception | None:
         """The exception ``query``'s plan raised in this round, if it did."""
-        errors = self._fan.errors
-        return errors.get(id(self._targets[query][0])) if errors else None
+        return self.errors.get(id(self._targets[query][0]))
 
     def leave(self, query) -> None:
         """``query`` is gone (unregistered or failed): its plan gets nothing more; the last query
