@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.engine.emission import Emission, EmittedRows, Row, instantiate
+from cqels_endpoint.engine.emission import Emission, EmittedRows, Row, instantiate, new_emission
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query import ast
@@ -418,7 +418,7 @@ class ContinuousQuery:
             # Decoded for the subscribers that read terms, written as JSON for those that read JSON.
             decoded = rows.mappings() if self._reads_terms() else None
             bindings = rows.bindings_json() if self._json_only else None
-            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=decoded, bindings=bindings, **phase))
+            self._outbox.append(new_emission(self.name, tau, self.r2s, variables=self.variables, rows=decoded, bindings=bindings, **phase))
         if len(self._outbox) > emitted and self._received:
             self.emission_latency.observe(_time.perf_counter() - self._received)
 

@@ -386,7 +386,8 @@ class FanOut:
         clock = query._clock  # caught up by ``reached``
         tau = event.time if clock is None or clock < event.time else clock
         if shared is not None:
-            shared.start(step, tau, event, query, seqs)
+            if shared.round != step:  # the unit's first query in this event feeds and punctuates for all
+                shared.start(step, tau, event, query, seqs)
             query._evaluate_shared(tau)
             return
         query._offer(event, unit.routed[1], tau, seqs)

@@ -299,6 +299,7 @@ class IncrementalEvaluator:
         self._emitted_mark = emitted_total(self._operators)
         target = (own.downstream, own.downstream_port)
         own.close()
+        self.release_decoded()  # what it still held of triples gone before
         return target
 
     def shared_emitted(self, tau: int, r2s: R2S) -> IdRows | None:

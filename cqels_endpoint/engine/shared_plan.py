@@ -17,8 +17,9 @@ It applies to a unit of two or more plain eager queries (``FanOut.run``) where e
 one stream pattern of one named stream with no bound on the window's size and a compiled plan
 whose only source is that pattern's compiled window buffer (no static cache, no SEQ), no ORDER BY,
 no ``max_tick_rows``, not RSTREAM; and only from the unit's first event, before which no window
-holds anything (a unit's queries all join before its first event: ``runtime.sharing``). The
-readers of the window state are bypassed then, which leaves their call log untouched. The plan
+holds anything (a unit's queries all join before its first event: ``runtime.sharing``), or at a
+later event that finds the window empty (each query's own buffer then holds nothing either). The
+readers of the window state are bypassed from then on, which leaves their call log untouched. The plan
 stays until its last query leaves (a unit left with one query keeps it).
 """
 
@@ -58,14 +59,15 @@ class SharedPlan:
         buffer.downstream = self._fan
         entry = WindowEntry(self._dictionary, {0: buffer})
         self._feed = EventFeed([first.windows[0].state(next(iter(first.streams)))], entry.insert, entry.expire)
-        self._round: int | None = None
+        self.round: int | None = None  # the step of the round under way (``start``)
 
     @classmethod
     def make(cls, queries: Sequence) -> SharedPlan | None:
         """The plan ``queries`` (a unit's, in order) share, or None when they cannot (module
-        docstring): then each keeps its own buffer."""
-        if WindowEntry is None or len(queries) < 2:
-            return None
+        docstring): then each keeps its own buffer. Asked at each event of a unit that shares none
+        (``FanOut.run``): it may start sharing whenever its window is empty."""
+        if WindowEntry is None or len(queries) < 2 or len(queries[0].windows) != 1 or len(queries[0].windows[0]):
+            return None  # checked first: most events of a unit that does not share find its window full
         for query in queries:
             evaluator = query.evaluator
             if not (
@@ -86,9 +88,9 @@ class SharedPlan:
     def start(self, step: int, tau: int, event: Event | None = None, query=None, seqs: Iterator[int] | None = None) -> None:
         """Round ``step`` (an event's or an advance's number) at clock ``tau``: the first query
         driven in it offers ``event`` (routed by ``query``'s router) and expires the window, for all."""
-        if step == self._round:
+        if step == self.round:
             return
-        self._round = step
+        self.round = step
         if self._released:
             release_rows(self._dictionary, self._released)  # left two rounds ago: decoded by all
             self._released.clear()
