@@ -74,6 +74,7 @@ class ContinuousQuery:
     on_changes: Callable[[int, list[tuple[Row, int]]], None] | None = field(init=False, default=None)
     # The window buffer, feed and fan it shares with the other queries of its unit (engine.shared_plan).
     _shared: SharedPlan | None = field(init=False, default=None, repr=False)
+    _shareable: bool | None = field(init=False, default=None, repr=False)  # its shape allows one (None: not asked yet)
 
     def __post_init__(self) -> None:
         self.r2s, self.mode = R2S(self.r2s), Mode(self.mode)

@@ -379,7 +379,7 @@ class FanOut:
             if routed is None or routed[0] is not event:
                 # The unit's first query in this event: from its first event on, its queries
                 # share one window buffer where they can (``engine.shared_plan``).
-                shared = SharedPlan.make(unit.targets) if not _always(query) else None
+                shared = SharedPlan.make(unit.targets, _always)
                 if shared is None:
                     unit.routed = (event, query._route(event))
         query._received = event.received

@@ -25,7 +25,7 @@ stays until its last query leaves (a unit left with one query keeps it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from cqels_endpoint.engine.incremental import IncrementalEvaluator, WindowEntry, release_rows
 from cqels_endpoint.operators._base import Fan
@@ -62,23 +62,18 @@ class SharedPlan:
         self.round: int | None = None  # the step of the round under way (``start``)
 
     @classmethod
-    def make(cls, queries: Sequence) -> SharedPlan | None:
+    def make(cls, queries: Sequence, always: Callable[[object], bool]) -> SharedPlan | None:
         """The plan ``queries`` (a unit's, in order) share, or None when they cannot (module
         docstring): then each keeps its own buffer. Asked at each event of a unit that shares none
-        (``FanOut.run``): it may start sharing whenever its window is empty."""
+        (``FanOut.run``): it may start sharing whenever its window is empty. ``always``: whether
+        every event must reach a query (``engine.fanout``: ``NOW()``, SEQ, …), which excludes it."""
         if WindowEntry is None or len(queries) < 2 or len(queries[0].windows) != 1 or len(queries[0].windows[0]):
             return None  # checked first: most events of a unit that does not share find its window full
         for query in queries:
-            evaluator = query.evaluator
-            if not (
-                type(evaluator) is IncrementalEvaluator and len(query.patterns) == 1 and query.patterns[0].variable is None
-                and query.r2s is not R2S.RSTREAM and query.on_changes is None and query.failure is None
-                and evaluator.max_tick_rows is None and not evaluator._timed and evaluator._order is None
-                and len(evaluator._sources) == 1 and type(evaluator._windows.get(0)) is WindowBuffer
-                and evaluator._sources[0] is evaluator._windows[0] and not len(evaluator._windows[0])
-                and isinstance(getattr(evaluator.on_insert, "__self__", None), WindowEntry)
-                and len(query.windows) == 1 and query.windows[0].feedable() and not len(query.windows[0])
-            ):
+            shape = query._shareable
+            if shape is None:
+                shape = query._shareable = _shape_allows(query) and not always(query)
+            if not shape or query.on_changes is not None or query.failure is not None or len(query.evaluator._windows[0]):
                 return None
         own = queries[0].evaluator._windows[0]
         released: list[tuple] = []
@@ -133,3 +128,16 @@ class SharedPlan:
             release_rows(self._dictionary, self._released)
             self._released.clear()
 
+
+def _shape_allows(query) -> bool:
+    """Whether ``query``'s plan and windows may read a shared buffer (module docstring): what
+    registration fixed, asked once per query."""
+    evaluator = query.evaluator
+    return (
+        type(evaluator) is IncrementalEvaluator and len(query.patterns) == 1 and query.patterns[0].variable is None
+        and query.r2s is not R2S.RSTREAM and evaluator.max_tick_rows is None and not evaluator._timed
+        and evaluator._order is None and len(evaluator._sources) == 1 and type(evaluator._windows.get(0)) is WindowBuffer
+        and evaluator._sources[0] is evaluator._windows[0]
+        and isinstance(getattr(evaluator.on_insert, "__self__", None), WindowEntry)
+        and len(query.windows) == 1 and query.windows[0].feedable()
+    )
