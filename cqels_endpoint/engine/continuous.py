@@ -15,11 +15,12 @@ import itertools
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.engine.emission import Emission, EmittedRows, Row, instantiate
+from cqels_endpoint.engine.emission import Emission, EmittedRows, Row, instantiate, new_emission
 from cqels_endpoint.engine.evaluator import Evaluator, Mode
 from cqels_endpoint.plan.patterns import StreamTriple
 from cqels_endpoint.query import ast
@@ -32,6 +33,9 @@ from cqels_endpoint.runtime.sharing import WindowReader
 from cqels_endpoint.runtime.streams import Event
 from cqels_endpoint.runtime.windows import CloseSchedule
 from cqels_endpoint.terms import IRI
+
+if TYPE_CHECKING:
+    from cqels_endpoint.engine.shared_plan import SharedPlan
 
 
 @dataclass(eq=False)
@@ -68,6 +72,9 @@ class ContinuousQuery:
     # Set: each evaluation hands Γ's signed changes ``(tau, [(row, ±1), …])`` here instead of making
     # R2S emissions (a partition of a Spark job, whose global stage applies the R2S: streaming/).
     on_changes: Callable[[int, list[tuple[Row, int]]], None] | None = field(init=False, default=None)
+    # The window buffer, feed and fan it shares with the other queries of its unit (engine.shared_plan).
+    _shared: SharedPlan | None = field(init=False, default=None, repr=False)
+    _shareable: bool | None = field(init=False, default=None, repr=False)  # its shape allows one (None: not asked yet)
 
     def __post_init__(self) -> None:
         self.r2s, self.mode = R2S(self.r2s), Mode(self.mode)
@@ -334,8 +341,13 @@ class ContinuousQuery:
         if self.schedule is not None:
             for close in self.schedule.closes_through(time):
                 self._evaluate(close)
+            return
+        tau = time if self.clock is None else max(time, self.clock)
+        if self._shared is not None:
+            self._shared.start(step, tau)
+            self._evaluate_shared(tau)
         else:
-            self._evaluate(time if self.clock is None else max(time, self.clock))
+            self._evaluate(tau)
 
     def _evaluate(self, tau: int) -> None:
         feed = self._fed()
@@ -353,6 +365,24 @@ class ContinuousQuery:
         with self.evaluator.emitted(tau, self.r2s) as rows:
             self._emit(tau, rows)
 
+    def _evaluate_shared(self, tau: int) -> None:
+        """``_evaluate`` once its unit's shared buffer has fed and punctuated its plan at ``tau``
+        (``SharedPlan.start``): nothing more to do than an evaluation's counts when its sink took
+        no change of its R2S's sign (it would emit nothing), else its emission as ``_evaluate``
+        makes it."""
+        shared = self._shared
+        if shared.errors:
+            error = shared.failure(self)
+            if error is not None:
+                raise error
+        rows = self.evaluator.shared_emitted(tau, self.r2s)
+        if rows is None:
+            self._clock = tau  # caught up by the fan-out before the round (``engine.fanout``)
+            self._evaluations += 1
+            return
+        with rows:
+            self._emit(tau, rows)
+
     def evaluate_at(self, tau: int) -> list[Emission]:
         """Evaluates at ``tau`` without an engine and returns the emissions, delivered to nobody: a
         query over no window whose evaluator's inputs its driver changes (the global stage of a
@@ -366,15 +396,16 @@ class ContinuousQuery:
         """The evaluation at ``tau`` is done and emits ``rows``: Γ's changes of the R2S's sign, or Γ
         (RSTREAM). ``phase``: the ``anchor`` and ``final`` of a directional query's emissions."""
         self.clock = tau
-        self.evaluations += 1
+        self._evaluations += 1  # a sum: the evaluations a catch-up adds may come before or after
         emitted = len(self._outbox)
-        if self.algebra.form == QueryForm.ASK:
+        form = self.algebra.form
+        if form == QueryForm.ASK:
             # Γ is one empty mapping or nothing: ISTREAM sees it enter (true), DSTREAM leave (false).
             if self.r2s is R2S.RSTREAM:
                 self._outbox.append(Emission(self.name, tau, self.r2s, boolean=bool(len(rows)), **phase))
             elif len(rows):
                 self._outbox.append(Emission(self.name, tau, self.r2s, boolean=self.r2s is R2S.ISTREAM, **phase))
-        elif self.algebra.form == QueryForm.CONSTRUCT:
+        elif form == QueryForm.CONSTRUCT:
             # Terms for the subscribers that read terms; N-Triples written from ids when all read JSON.
             if self._reads_terms():
                 triples = instantiate(self.algebra.template, rows.mappings())
@@ -388,7 +419,7 @@ class ContinuousQuery:
             # Decoded for the subscribers that read terms, written as JSON for those that read JSON.
             decoded = rows.mappings() if self._reads_terms() else None
             bindings = rows.bindings_json() if self._json_only else None
-            self._outbox.append(Emission(self.name, tau, self.r2s, self.variables, rows=decoded, bindings=bindings, **phase))
+            self._outbox.append(new_emission(self.name, tau, self.r2s, variables=self.variables, rows=decoded, bindings=bindings, **phase))
         if len(self._outbox) > emitted and self._received:
             self.emission_latency.observe(_time.perf_counter() - self._received)
 
@@ -398,6 +429,8 @@ class ContinuousQuery:
 
     def _close(self) -> None:
         """Releases the windows and the plan (the query was unregistered)."""
+        if self._shared is not None:
+            self._shared.leave(self)
         for window in self.windows:
             window.close()
         self.evaluator.dictionary.decref_many(self._route_constants)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import pyoxigraph as ox
 
@@ -109,6 +109,18 @@ class Emission:
         head = self._head() | {"head": {"vars": list(self.variables)}}
         return f'{json.dumps(head, ensure_ascii=False)[:-1]}, "results": {{"bindings": {self.bindings}}}}}'
 
+
+_NEW = object.__new__
+_DEFAULTS = {field.name: field.default for field in fields(Emission)}
+
+
+def new_emission(query: str, time: int, r2s: R2S, **values: object) -> Emission:
+    """``Emission(query, time, r2s, **values)`` without the frozen dataclass's ``__init__``, which
+    sets each field through ``object.__setattr__`` (a query of many emitting per event makes one
+    each): the fields are written into the new instance's ``__dict__`` at once."""
+    made = _NEW(Emission)
+    made.__dict__.update(_DEFAULTS, query=query, time=time, r2s=r2s, **values)
+    return made
 
 def bindings_json(rows: Sequence[Row]) -> str:
     """Decoded rows as the JSON text of a SPARQL 1.1 JSON ``bindings`` array."""

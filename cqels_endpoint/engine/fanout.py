@@ -69,6 +69,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.engine.continuous import ContinuousQuery
 from cqels_endpoint.engine.instances import GroupDriver, InstanceQuery
+from cqels_endpoint.engine.shared_plan import SharedPlan
 from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.query.windows import stream_wide
@@ -432,20 +433,28 @@ class FanOut:
         with routers and windows like any other (``_batched``), the event is routed once for all
         (``ContinuousQuery._route``, kept until ``settle``) and each query offers the matches to its
         windows and evaluates, the calls of its ``_on_event`` without the checks that cannot apply."""
-        unit = self._unit_of.get(query)
-        if unit is None or not unit.batched or query.on_changes is not None:
-            query._on_event(event, seqs, step)
-            return
-        routed = unit.routed
-        if routed is not None and routed[0] is event:
-            matched = routed[1]
-        else:
-            matched = query._route(event)
-            unit.routed = (event, matched)
+        shared = query._shared
+        if shared is None:
+            unit = self._unit_of.get(query)
+            if unit is None or not unit.batched or query.on_changes is not None:
+                query._on_event(event, seqs, step)
+                return
+            routed = unit.routed
+            if routed is None or routed[0] is not event:
+                # The unit's first query in this event: from its first event on, its queries
+                # share one window buffer where they can (``engine.shared_plan``).
+                shared = SharedPlan.make(unit.targets, _always)
+                if shared is None:
+                    unit.routed = (event, query._route(event))
         query._received = event.received
         clock = query._clock  # caught up by ``reached``
         tau = event.time if clock is None or clock < event.time else clock
-        query._offer(event, matched, tau, seqs)
+        if shared is not None:
+            if shared.round != step:  # the unit's first query in this event feeds and punctuates for all
+                shared.start(step, tau, event, query, seqs)
+            query._evaluate_shared(tau)
+            return
+        query._offer(event, unit.routed[1], tau, seqs)
         query._evaluate(tau)
 
     def skipped(self, event: Event, units: list[_Unit]) -> set[ContinuousQuery]:

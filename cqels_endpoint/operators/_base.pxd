@@ -61,3 +61,10 @@ cdef class Node:
     # Hands Deltas on: to a Node through `scratch` (a batch of the operator's width), as they are to
     # a Python operator. For operators whose cores build Deltas.
     cdef int emit_deltas(self, list deltas, Batch scratch) except -1
+
+
+cdef class Fan(Node):
+    # The downstream of a window buffer shared by the queries of a unit (engine.shared_plan): each
+    # batch and punctuation goes to every query's first operator, through C to a Node.
+    cdef list _targets                   # (operator, port), in the queries' order
+    cdef public dict errors              # id(operator) → the exception its plan raised this round

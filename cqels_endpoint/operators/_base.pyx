@@ -240,6 +240,61 @@ cdef class Node:
         self.push(port, batch)
 
 
+cdef class Fan(Node):
+    """Hands each batch and punctuation of one upstream (a window buffer several queries share) to
+    the first operator of every query's plan: the queries evaluate together, with no Python call
+    per query when those operators are Nodes. A query's plan that raises does not stop the others:
+    its exception is kept in ``errors`` under its operator's ``id``, for the engine to fail that query alone
+    (the round's other plans get their batches and punctuations as usual)."""
+
+    def __init__(self, targets=()):
+        self.label = "fan"
+        self.errors = {}
+        self.set_targets(list(targets))
+
+    def set_targets(self, list targets):
+        """``targets``: the ``(operator, port)`` each batch goes to, in order."""
+        self._targets = [(operator, port) for operator, port in targets]
+
+    @property
+    def targets(self):
+        return list(self._targets)
+
+    cdef int push(self, int port, Batch batch) except -1:
+        cdef tuple target
+        cdef list deltas = None
+        self.inputs_seen += batch.count()
+        for target in self._targets:
+            operator = target[0]
+            if self.errors and id(operator) in self.errors:
+                continue
+            try:
+                if isinstance(operator, Node):
+                    (<Node>operator).push(<int>target[1], batch)
+                else:
+                    if deltas is None:
+                        deltas = batch.deltas()
+                    operator.on_batch(target[1], list(deltas))
+            except Exception as error:
+                self.errors[id(operator)] = error
+        return 0
+
+    cdef int punctuate(self, int64_t tau) except -1:
+        cdef tuple target
+        for target in self._targets:
+            operator = target[0]
+            if self.errors and id(operator) in self.errors:
+                continue
+            try:
+                if isinstance(operator, Node):
+                    (<Node>operator).punctuate(tau)
+                else:
+                    operator.on_punctuation(tau)
+            except Exception as error:
+                self.errors[id(operator)] = error
+        return 0
+
+
 def punctuate_all(list sources, int64_t tau):
     """Closes tick ``tau`` on every source of a plan, in order: through C for a ``Node``."""
     for source in sources:

@@ -230,8 +230,13 @@ class WindowReader:
     def alone(self) -> bool:
         """Whether this query reads its state alone, with no size bound and a single stream: its
         calls can be made on the state itself (``state``), since no other reader replays them."""
-        shared = self._shared
-        return shared.readers == 1 and not shared.per_stream and self._registry.limits.max_window_triples is None
+        return self._shared.readers == 1 and self.feedable()
+
+    def feedable(self) -> bool:
+        """Whether the calls of every reader of the state can be made once on the state itself
+        (``state``), bypassing the call log: a single stream and no size bound (``alone``; the
+        readers of a unit's shared buffer, ``engine.shared_plan``)."""
+        return not self._shared.per_stream and self._registry.limits.max_window_triples is None
 
     def state(self, stream: str) -> WindowState:
         """The window state of ``stream``, for the calls of a lone reader (``alone``): with one

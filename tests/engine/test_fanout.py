@@ -154,14 +154,14 @@ def test_the_queries_of_a_unit_share_the_routing_of_an_event_and_answer_as_alone
             query.subscribe(lambda e, name=query.name: seen.append((name, e.time, sorted(str(r["o"]) for r in e.rows))))
         routes = 0
         for query in queries:
-            original = query._route
+            original = query._router  # what routes an event: the unit's shared plan asks it once
 
-            def counted(event, original=original):
+            def counted(stream, original=original):
                 nonlocal routes
                 routes += 1
-                return original(event)
+                return original(stream)
 
-            query._route = counted
+            query._router = counted
         for k in range(12):
             engine.push(S1, f"<{EX}e{k}> <{EX}p0> {k % 5} .", time=10 * k)
         seen.append([(q.clock, q.evaluations, len(q.windows[0])) for q in queries])

@@ -240,3 +240,25 @@ def test_the_punctuation_crosses_every_edge_once_per_tick():
 
 def test_compiled_filter_and_extend_are_the_plan_builders():
     assert build.Filter is _filter.Filter and build.Extend is _extend.Extend
+
+
+def test_a_fan_hands_each_batch_and_punctuation_to_every_target_and_keeps_a_failure_apart():
+    # A window buffer's batch through a Fan to a compiled DISTINCT, a twin DISTINCT and a failing
+    # Python operator: each gets what it would get alone, and the failure is kept, not raised.
+    class Failing(Collect):
+        def on_batch(self, port, deltas):
+            raise RuntimeError("this plan broke")
+
+    compiled, twin, failing = Collect(("a",)), Collect(("a",)), Failing(("a",))
+    first, second = _distinct.Distinct(("a",)), distinct.Distinct(("a",))
+    first.connect(compiled)
+    second.connect(twin)
+    fan = _base.Fan([(first, 0), (second, 0), (failing, 0)])
+    buffer = _project.Project(("a",), ("a",))
+    buffer.connect(fan)
+    for tau, deltas in enumerate([[Delta((1,), 1, (1,)), Delta((1,), 1, (2,))], [Delta((1,), -1, (1,))], [Delta((1,), -1, (2,))]]):
+        buffer.on_batch(0, deltas)
+        buffer.on_punctuation(tau)
+    assert compiled.received == twin.received and [delta.sign for delta in twin.received] == [1, -1]
+    assert compiled.ticks == twin.ticks == [0, 1, 2] and failing.ticks == []
+    assert list(fan.errors) == [id(failing)] and "broke" in str(fan.errors[id(failing)])
