@@ -14,6 +14,7 @@ field                    flag                       environment                 
 ``max_body_mb``          ``--max-body-mb``          ``CQELS_MAX_BODY_MB``          64 MiB
 ``allow_remote``         ``--allow-remote``         ``CQELS_ALLOW_REMOTE``         off (LOAD/SERVICE refused)
 ``demo``                 ``--demo``                 ``CQELS_DEMO``                 off
+``demo_stream``          ``--demo-stream``          ``CQELS_DEMO_STREAM``          ``on`` (with ``--demo``)
 ``cache_engine``         ``--cache-engine``         ``CQELS_CACHE_ENGINE``         ``spark`` (or ``local``)
 ``spark_master``         ``--spark-master``         ``CQELS_SPARK_MASTER``         none (``local[*]``)
 ``spark_parquet_rows``   ``--spark-parquet-rows``   ``CQELS_SPARK_PARQUET_ROWS``   500000 (0: always collect)
@@ -108,6 +109,7 @@ DEFAULT_LOG_LEVEL = "INFO"
 # "*", or a scheme, a host and an optional port: what a browser sends in its Origin header.
 _ORIGIN = re.compile(r"\*\Z|[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#]+\Z")
 LIMIT_ACTIONS = ("fail", "shed")
+DEMO_STREAM_CHOICES = ("on", "off")
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class ServerConfig:
     max_body_mb: float = DEFAULT_MAX_BODY_MB  # request bodies larger than this get 413
     allow_remote: bool = False  # allow LOAD <http…> and SERVICE <http…>
     demo: bool = False  # load examples/data into an empty store at start
+    demo_stream: str = "on"  # with demo: "on" feeds a demo query a looping stream (http.demo.DemoStream)
     cache_engine: str = DEFAULT_CACHE_ENGINE  # what computes the static caches: "spark" or "local"
     spark_master: str | None = None  # None: CQELS_SPARK_MASTER, else local[*]
     spark_parquet_rows: int = DEFAULT_SPARK_PARQUET_ROWS  # larger Spark builds go through Parquet; 0: never
@@ -173,6 +176,9 @@ class ServerConfig:
             if not isinstance(value, int) or value < minimum:
                 msg = f"{field_name} must be an integer of at least {minimum}, not {value!r}"
                 raise ValueError(msg)
+        if self.demo_stream not in DEMO_STREAM_CHOICES:
+            msg = f"--demo-stream {self.demo_stream!r}: use {' or '.join(DEMO_STREAM_CHOICES)}"
+            raise ValueError(msg)
         if self.limit_action not in LIMIT_ACTIONS:
             msg = f"unknown limit action {self.limit_action!r}; use {' or '.join(LIMIT_ACTIONS)}"
             raise ValueError(msg)

@@ -59,7 +59,15 @@ def add_serve(commands) -> None:
         serve, "--log-level", "the level of the server's log on standard error (Spark and Py4J log at WARNING "
         "or above)", default=DEFAULT_LOG_LEVEL, type=str.upper, choices=LOG_LEVELS,
     )
-    switch(serve, "--demo", "load the demo data (examples/data) into an empty store and print curl examples")
+    switch(serve, "--demo", "load the demo data (examples/data) into an empty store, print curl examples and, "
+           "unless --demo-stream off, register the continuous query 'demo' and feed it a looping demo stream")
+    from cqels_endpoint.config import DEMO_STREAM_CHOICES
+
+    option(
+        serve, "--demo-stream", "with --demo: on pushes a demo event every half second (at its arrival time) "
+        "until the first push of your own on any stream, or until the server stops; off never starts it",
+        choices=DEMO_STREAM_CHOICES, default="on",
+    )
     option(
         serve, "--cache-engine", "what computes the cached static sub-patterns of continuous queries: spark "
         "(one SparkSession, started in the background) or local (pyoxigraph, for small deployments)",
@@ -166,7 +174,7 @@ def _interrupt(signum, frame) -> None:
 def _start_and_serve(config) -> int:
     from cqels_endpoint.http.app import create_app
     from cqels_endpoint.http.context import endpoint
-    from cqels_endpoint.http.demo import curl_examples, load_demo
+    from cqels_endpoint.http.demo import DEMO_QUERY_NAME, DEMO_STREAM, DemoStream, curl_examples, load_demo
     from cqels_endpoint.http.queries import registry
     from cqels_endpoint.http.server import serve
     from cqels_endpoint.static_store import StaticStore
@@ -188,6 +196,14 @@ def _start_and_serve(config) -> int:
             )
             if config.demo:
                 print(curl_examples(base_url, config.auth_token), flush=True)
+            if demo is not None:
+                # Registered and fed from its thread: a Spark cache build must not hold up the start.
+                demo.start()
+                print(
+                    f"cqels serve: the demo stream feeds the continuous query {DEMO_QUERY_NAME!r} on <{DEMO_STREAM}> "
+                    f"(see it live in the console: {base_url}/); a push of your own stops it, --demo-stream off "
+                    "turns it off", flush=True,
+                )
 
         app = create_app(store, config)  # starts the stored queries again, before it listens
         restored = len(registry(app).stored)
@@ -195,16 +211,25 @@ def _start_and_serve(config) -> int:
             print(f"cqels serve: restored {restored} stored quer{'y' if restored == 1 else 'ies'} from {config.data_dir}",
                   flush=True)
         context = endpoint(app)
+        demo = DemoStream(registry(app)) if config.demo and config.demo_stream == "on" else None
+
+        def stopping() -> None:
+            if demo is not None:
+                demo.stop()  # first: nothing is pushed while the results streams end
+            context.subscriptions.close()
+
         try:
             context.start()  # the SparkSession of --cache-engine spark starts while the server already answers
             serve(
                 app, config.host, config.port, max_body_bytes=config.max_body_bytes, threads=config.threads,
-                on_listen=listening, on_stop=context.subscriptions.close,
+                on_listen=listening, on_stop=stopping,
             )
         except OSError as error:  # port taken, unknown host
             print(f"cqels serve: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
             return EXIT_FAILURE
         finally:
+            if demo is not None:
+                demo.stop()  # before the engine closes: never a push into a closed engine
             context.close()
     return EXIT_OK
 

@@ -1,5 +1,5 @@
 """Stopping ``cqels serve`` (issue 16, deliverable 2): SIGTERM and SIGINT end the open results
-streams with a last word and the process exits 0 within a second; an early SIGTERM while Spark
+streams with a last word and the process exits 0 within a second (``--demo``'s demo stream too); an early SIGTERM while Spark
 starts prints no traceback; Spark's JVM and Py4J log through the server's logging, at WARN, and
 ``--log-level`` sets the server's level."""
 
@@ -103,6 +103,34 @@ def test_a_signal_ends_open_results_streams_and_exits_within_a_second(tmp_path, 
         finally:
             for subscriber in subscribers:
                 subscriber.close()
+    printed = "".join(server.output)
+    assert "Traceback" not in printed and "still running" not in printed, printed
+    assert stopped_after(server, signum) < STOP_WITHIN_S
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_the_demo_stream_stops_with_the_server(tmp_path, signum) -> None:
+    # The demo stream pushes every half second while a subscriber reads the demo query's emissions.
+    with serving("--memory", "--demo", cwd=tmp_path) as server:
+        give_up = time.monotonic() + 30
+        while not any("the demo stream feeds" in line for line in server.output):
+            assert time.monotonic() < give_up, "".join(server.output)
+            time.sleep(0.05)
+        while server.request("GET", "/queries/demo")[0] != 200:
+            assert time.monotonic() < give_up, "".join(server.output)
+            time.sleep(0.05)
+        subscriber = Subscriber(server.base_url, "demo", "text/event-stream")
+        try:
+            while not any(line.startswith(b"event: emission") for line in list(subscriber.lines)):
+                assert time.monotonic() < give_up, subscriber.lines
+                time.sleep(0.05)
+            code, took = stop_with(server, signum)
+            assert code == 0, "".join(server.output)
+            assert took < EXIT_WITHIN_S, f"exited after {took:.2f} s"
+            assert subscriber.ended.wait(5)
+            assert b": stream ended by the server: the server is stopping\n" in subscriber.lines, subscriber.lines
+        finally:
+            subscriber.close()
     printed = "".join(server.output)
     assert "Traceback" not in printed and "still running" not in printed, printed
     assert stopped_after(server, signum) < STOP_WITHIN_S
