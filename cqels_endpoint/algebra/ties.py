@@ -3,7 +3,7 @@
 SPARQL leaves the relative order of solutions that ORDER BY does not separate to the engine, so
 ``ORDER BY … LIMIT k`` (and LIMIT without ORDER BY) may legally keep different solutions in two
 engines, and the emissions of a plain ORDER BY may list ties in different orders. A continuous
-query breaks ties the same way in both modes (README "Continuous queries"): after the query's own
+query breaks ties the same way in both modes (docs/python-api.md, "Continuous queries from Python"): after the query's own
 conditions, by the SELECT's projected variables in projection order, ascending (§15.1 order,
 ``runtime.expressions.order_key``). Solutions still tied after that project identically, so
 whichever of them a slice keeps, the slice's rows are the same.

@@ -2,7 +2,7 @@
 
 The console is static HTML, CSS and JavaScript with CodeMirror 5 vendored under
 ``console_files/vendor/codemirror`` (MIT, its LICENSE beside it): nothing is built at install and nothing
-is fetched from another site. It talks to the server only through the HTTP API the README documents
+is fetched from another site. It talks to the server only through the HTTP API docs/http.md documents
 (``/query``, ``/update``, ``/store``, ``/streams``, ``/queries``, results streams);
 ``/console/settings.json`` tells it whether writes need a bearer token or are refused.
 """

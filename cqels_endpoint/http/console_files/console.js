@@ -1,6 +1,6 @@
 // The console of cqels-endpoint: one-shot SPARQL, continuous queries with live results and their
 // plans, and the data (graphs and streams). Plain browser JavaScript over the server's HTTP API
-// (README, "The SPARQL endpoint"); nothing is built or fetched from elsewhere.
+// (docs/http.md, "The SPARQL endpoint"); nothing is built or fetched from elsewhere.
 (function () {
   "use strict";
 
