@@ -4,7 +4,8 @@ The console is static HTML, CSS and JavaScript with CodeMirror 5 vendored under
 ``console_files/vendor/codemirror`` (MIT, its LICENSE beside it): nothing is built at install and nothing
 is fetched from another site. It talks to the server only through the HTTP API docs/http.md documents
 (``/query``, ``/update``, ``/store``, ``/streams``, ``/queries``, results streams);
-``/console/settings.json`` tells it whether writes need a bearer token or are refused.
+``/console/settings.json`` tells it whether writes need a bearer token or are refused, and under
+``cqels serve --demo`` (its demo stream on) the demo query to open on (``demo_query``, else null).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from importlib import resources
 from flask import Blueprint, Response, abort, jsonify
 
 from cqels_endpoint.http.context import endpoint
+from cqels_endpoint.http.demo import DEMO_QUERY_NAME
 
 blueprint = Blueprint("console", __name__)
 
@@ -30,7 +32,8 @@ def page() -> Response:
 @blueprint.get("/console/settings.json")
 def settings() -> Response:
     config = endpoint().config
-    return jsonify({"auth_required": config.auth_token is not None, "read_only": config.read_only})
+    demo_query = DEMO_QUERY_NAME if config.demo and config.demo_stream == "on" else None
+    return jsonify({"auth_required": config.auth_token is not None, "read_only": config.read_only, "demo_query": demo_query})
 
 
 @blueprint.get("/console/<path:name>")

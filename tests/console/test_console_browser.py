@@ -1,7 +1,8 @@
 """The web console end to end in headless Chromium (issue 18): a one-shot query with paging and a
 download, conference Q2 registered, events pushed over HTTP and its rows appearing live, the plan
 with counters that move, a syntax error marked at its line and column, the query deleted; a
-template's instance started from its form; graphs and streams in the data view; the bearer token.
+template's instance started from its form; graphs and streams in the data view; the bearer token;
+``cqels serve --demo`` opening on the demo query's live rows and moving plan.
 
 What the page shows is checked against the server's own answers (the same query over HTTP, the
 recompute oracle of the same continuous query), not against values written here."""
@@ -277,3 +278,24 @@ def test_ask_construct_and_every_download_format(browser, server):
         js(browser, f"document.querySelector('#download-links button[data-accept=\"{accept}\"]').click()")
         wait(lambda: "downloaded results." in js(browser, "return document.getElementById('query-status').textContent"),
              what=f"the {accept} download")
+
+
+def test_the_demo_opens_on_live_results_and_a_moving_plan(browser, tmp_path):
+    # cqels serve --demo as the README's first command starts it: the console opens by itself on
+    # the demo query, whose rows arrive from the demo stream, and its plan's counters move.
+    from serve_process import serving
+
+    with serving("--memory", "--demo", cwd=tmp_path) as server:
+        open_console(browser, server)
+        wait(lambda: not js(browser, "return document.getElementById('view-continuous').hidden"), what="the continuous view")
+        wait(lambda: js(browser, "return document.getElementById('cq-name').value") == "demo", what="the demo query selected")
+        wait(lambda: len(table_rows(browser, "#live-rows tbody tr")) >= 2, what="live rows from the demo stream")
+        names = {'"Alice Smith"', '"Bob Jones"', '"Carol White"', '"Dave Brown"', '"Erin Green"'}  # as terms
+        assert {row[1] for row in table_rows(browser, "#live-rows tbody tr")} <= names
+        click(browser, "subtab-plan")
+        wait(lambda: js(browser, "return document.querySelectorAll('#plan-tree .node').length") >= 3, what="the plan tree")
+        inputs = "return Array.from(document.querySelectorAll('#plan-tree .counter[data-counter=\"inputs\"] b')).map(b => b.textContent).join(',')"
+        before = js(browser, inputs)
+        assert before
+        wait(lambda: js(browser, inputs) != before, what="the plan's counters to move")
+        assert server.stop() == 0

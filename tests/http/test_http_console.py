@@ -38,9 +38,17 @@ def test_nothing_outside_the_console_folder(server, path) -> None:
 
 
 def test_settings_say_whether_writes_need_a_token(server, endpoint_factory) -> None:
-    assert server.get("/console/settings.json").json() == {"auth_required": False, "read_only": False}
+    assert server.get("/console/settings.json").json() == {"auth_required": False, "read_only": False, "demo_query": None}
     guarded = endpoint_factory(cache_engine="local", auth_token="t", read_only=True)
-    assert guarded.get("/console/settings.json").json() == {"auth_required": True, "read_only": True}
+    assert guarded.get("/console/settings.json").json() == {"auth_required": True, "read_only": True, "demo_query": None}
+
+
+def test_settings_name_the_demo_query_while_the_demo_stream_is_on(endpoint_factory) -> None:
+    # The console opens on it (cqels serve --demo); with --demo-stream off there is none.
+    demo = endpoint_factory(cache_engine="local", demo=True)
+    assert demo.get("/console/settings.json").json()["demo_query"] == "demo"
+    quiet = endpoint_factory(cache_engine="local", demo=True, demo_stream="off")
+    assert quiet.get("/console/settings.json").json()["demo_query"] is None
 
 
 def test_query_details_carry_the_plan_tree_and_latency(server) -> None:

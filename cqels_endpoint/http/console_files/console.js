@@ -45,7 +45,8 @@
     lastLatency: null,
     planCounters: {},
     result: null,     // the last one-shot result: {form, vars, rows, page, text, query}
-    known: []
+    known: [],
+    moved: false      // the user picked a view or a query: the demo no longer opens by itself
   };
 
   function $(id) { return document.getElementById(id); }
@@ -649,6 +650,25 @@
     });
   }
 
+  // ------------------------------------------------------------------ the demo
+
+  // cqels serve --demo: the console opens on the demo query's live results. Its thread registers
+  // it once the server listens (after a Spark cache build, with the Spark cache engine), so it is
+  // looked for once a second for a while, unless the user went elsewhere meanwhile.
+  var DEMO_TRIES = 120;
+
+  function openDemo(name, tries) {
+    if (state.moved) return;
+    api("GET", queryPath(name)).then(function (response) {
+      if (state.moved) return;
+      if (response.ok) {
+        showView("view-continuous");
+        return select(name);
+      }
+      if (tries > 1) setTimeout(function () { openDemo(name, tries - 1); }, 1000);
+    }).catch(function () { if (tries > 1) setTimeout(function () { openDemo(name, tries - 1); }, 1000); });
+  }
+
   // ------------------------------------------------------------------ wiring
 
   function showView(id) {
@@ -673,7 +693,7 @@
     var continuousEditor = editor("cq-editor", SAMPLE_CONTINUOUS);
     continuousEditor.setOption("extraKeys", { "Ctrl-Enter": register, "Cmd-Enter": register });
     document.querySelectorAll(".tab").forEach(function (tab) {
-      tab.addEventListener("click", function () { showView(tab.getAttribute("data-view")); });
+      tab.addEventListener("click", function () { state.moved = true; showView(tab.getAttribute("data-view")); });
     });
     document.querySelectorAll(".subtab").forEach(function (tab) {
       tab.addEventListener("click", function () { showPane(tab.getAttribute("data-pane")); });
@@ -698,6 +718,7 @@
     fetch("console/settings.json").then(function (r) { return r.json(); }).then(function (settings) {
       state.settings = settings;
       applyAuth();
+      if (settings.demo_query) openDemo(settings.demo_query, DEMO_TRIES);
     });
     setInterval(tickCharts, 1000);
     setInterval(function () { if (!$("view-continuous").hidden) refreshList(); }, 2000);
