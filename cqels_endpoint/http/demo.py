@@ -147,12 +147,11 @@ class DemoStream:
         self._seen = _pushes(self.engine)  # a push from now on, even during registration, stops it
         self._thread.start()
 
-    def stop(self, timeout_s: float = 0.5) -> None:
+    def stop(self) -> None:
+        # Taking the lock waits for a push under way, never for a registration (a Spark cache
+        # build may take seconds): the thread checks the flag under the lock before every push.
         with self._lock:
             self._stopped.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            # Waits only for a registration under way (a Spark cache build): it pushes nothing after.
-            self._thread.join(timeout_s)
 
     @property
     def running(self) -> bool:
