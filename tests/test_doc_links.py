@@ -54,3 +54,15 @@ def test_every_relative_link_names_a_file_and_a_heading(page: Path) -> None:
 def test_the_readme_maps_every_docs_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert [page.name for page in sorted((ROOT / "docs").glob("*.md")) if f"](docs/{page.name})" not in readme] == []
+
+
+def test_docs_http_lists_every_serve_flag() -> None:
+    import argparse
+
+    from cqels_endpoint.cli import build_parser
+
+    [commands] = [action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    flags = {flag for action in commands.choices["serve"]._actions for flag in action.option_strings if flag.startswith("--")}
+    table = (ROOT / "docs" / "http.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(--[a-z-]+)", table, re.M))
+    assert sorted(flag for flag in flags - {"--help"} if not flag.startswith("--no-") and flag not in rows) == []
