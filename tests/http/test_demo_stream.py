@@ -117,23 +117,29 @@ def streams(server: Server) -> dict[str, int]:
     return {s["stream"]: s["accepted"] for s in json.loads(body)["streams"]}
 
 
-def test_serve_demo_feeds_the_demo_query_until_a_push_over_http(tmp_path) -> None:
+@pytest.mark.parametrize("how", ["POST /streams", "cqels push"])
+def test_serve_demo_feeds_the_demo_query_until_a_push_of_your_own(tmp_path, how) -> None:
     with serving("--memory", "--demo", cwd=tmp_path) as server:
         wait_for(lambda: any("the demo stream feeds the continuous query 'demo'" in line for line in server.output))
         wait_for(lambda: streams(server).get(DEMO_STREAM, 0) >= 2)
         status, body = server.request("GET", f"/queries/{DEMO_QUERY_NAME}")
         assert status == 200
-        assert json.loads(body)["emissions"] >= 1  # each event emits: its person was not in that room before
-        # cqels push and POST /streams are the same request: a short name under the stream base.
-        status, _ = server.request(
-            "POST", "/streams/rfid", b"<http://example.org/a> <http://deri.org/floorplan/detectedAt> <http://deri.org/floorplan/lobby> .",
-            {"Content-Type": "text/turtle"},
-        )
-        assert status == 200
+        assert json.loads(body)["emissions"] >= 1
+        event = b"<http://example.org/a> <http://deri.org/floorplan/detectedAt> <http://deri.org/floorplan/lobby> ."
+        if how == "POST /streams":
+            status, _ = server.request("POST", "/streams/rfid", event, {"Content-Type": "text/turtle"})
+            assert status == 200
+        else:
+            (tmp_path / "mine.nt").write_bytes(event)
+            done = subprocess.run(
+                [sys.executable, "-m", "cqels_endpoint.cli", "push", "rfid", str(tmp_path / "mine.nt"), "--url", server.base_url],
+                capture_output=True, text=True, env=environment(), timeout=60,
+            )
+            assert done.returncode == 0, done.stderr
         wait_for(lambda: any("the demo stream on" in line and "stops" in line for line in server.output))
         fed = streams(server)[DEMO_STREAM]
         time.sleep(1.5)  # three of its intervals
-        assert streams(server)[DEMO_STREAM] == fed
+        assert streams(server) == {DEMO_STREAM: fed, "urn:cqels:stream:rfid": 1}
         assert server.stop() == 0
 
 
