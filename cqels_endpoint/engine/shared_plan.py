@@ -27,6 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+import time as _time
+
+from cqels_endpoint.engine._shared_round import Member, run_round
 from cqels_endpoint.engine.incremental import IncrementalEvaluator, WindowEntry, release_rows
 from cqels_endpoint.operators._base import Fan
 from cqels_endpoint.operators._join import WindowBuffer
@@ -52,14 +55,18 @@ class SharedPlan:
         # The rows decoded in this round, by sink schema: the queries that emit one row (the
         # triple that entered, say) decode it once; each emission gets its own copy of the mapping.
         self._decoded: dict[tuple, dict[tuple, dict]] = {}
+        self._members: dict[object, Member] = {}
         for query in queries:
-            self._targets[query] = query.evaluator.adopt_buffer(0, buffer, self._decoder(query.evaluator))
+            self._targets[query] = target = query.evaluator.adopt_buffer(0, buffer)
+            self._members[query] = Member(query, target[0], self.errors, self._decoder(query.evaluator))
             query._shared = self
         self._fan.set_targets(list(self._targets.values()))
+        self._round_members = list(self._members.values())  # rebuilt, not changed, when one leaves
         buffer.downstream = self._fan
         entry = WindowEntry(self._dictionary, {0: buffer})
         self._feed = EventFeed([first.windows[0].state(next(iter(first.streams)))], entry.insert, entry.expire)
         self.round: int | None = None  # the step of the round under way (``start``)
+        self.evaluated: int | None = None  # the step of the last round ``run`` evaluated all in
 
     @classmethod
     def make(cls, queries: Sequence, always: Callable[[object], bool]) -> SharedPlan | None:
@@ -97,6 +104,27 @@ class SharedPlan:
         self._feed.expire(tau)
         self._buffer.on_punctuation(tau)
 
+    def run(self, event: Event, seqs: Iterator[int], step: int, fail: Callable[[object, Exception], None]) -> None:
+        """Event ``step`` for every query of the unit at once (``Engine._dispatch``): ``start``
+        by the first, then each query's evaluation in C (``_shared_round.run_round``), which calls
+        Python only for the queries that emit. ``fail(query, error)`` stops a query that raised."""
+        started = _time.perf_counter()
+        members = self._round_members
+        query = members[0].query
+        clock = query._clock  # caught up by the fan-out's ``reached``
+        tau = event.time if clock is None or clock < event.time else clock
+        try:
+            self.start(step, tau, event, query, seqs)
+        except Exception as error:  # the first query's failure, as when it runs alone
+            fail(query, error)
+        self.evaluated = step
+        run_round(members, event.time, event.received, fail, started)
+
+    def evaluate(self, query, tau: int) -> None:
+        """``query``'s evaluation at ``tau`` once the round fed and punctuated its plan
+        (``ContinuousQuery._evaluate_shared``): ``Member.evaluate``."""
+        self._members[query].evaluate(tau)
+
     def _decoder(self, evaluator):
         """The ``decode_all`` of ``evaluator``'s emitted rows through the round's decoded rows."""
         decoded = self._decoded.setdefault(tuple(evaluator.sink.schema), {})
@@ -113,15 +141,13 @@ class SharedPlan:
 
         return decode_all
 
-    def failure(self, query) -> Exception | None:
-        """The exception ``query``'s plan raised in this round, if it did."""
-        return self.errors.get(id(self._targets[query][0]))
-
     def leave(self, query) -> None:
         """``query`` is gone (unregistered or failed): its plan gets nothing more; the last query
         to leave releases the buffer."""
         if self._targets.pop(query, None) is None:
             return
+        del self._members[query]
+        self._round_members = list(self._members.values())
         self._fan.set_targets(list(self._targets.values()))
         if not self._targets:
             self._buffer.close()

@@ -1,0 +1,136 @@
+# distutils: language = c++
+"""A shared plan's round in C (``engine.shared_plan``): what each query does once the shared
+buffer fed and punctuated every plan of its unit.
+
+A :class:`Member` is one query of a ``SharedPlan``: it counts an evaluation as
+``IncrementalEvaluator._tick`` counts one (the rows its operators emitted, its evaluations) and
+takes its sink's changes of its R2S's sign. Most queries of a unit take none in a round (their
+FILTER rejected what entered, nothing of theirs left): ``run_round`` counts their evaluation and
+moves their clock in C, with no Python frame, no ``Emission`` and no outbox work, and calls Python
+(``ContinuousQuery._emit``) only for the queries that emit. ``Engine._dispatch`` runs one round per
+unit and event (``SharedPlan.run``); an advance, and a plan's first event, evaluate each query on
+its own through the same ``Member.evaluate``.
+"""
+
+from libc.stdint cimport int64_t
+
+import time as _time
+
+from cqels_endpoint.operators._base cimport Node
+
+from cqels_endpoint.engine.emission import IdRows
+from cqels_endpoint.query.kinds import R2S
+
+cdef object _perf_counter = _time.perf_counter
+cdef object _ISTREAM = R2S.ISTREAM
+
+
+def _nothing():
+    """What a member's emitted rows release: the shared buffer releases what it holds itself."""
+
+
+cdef class Member:
+    """One query of a shared plan (module docstring). ``first``: the first operator of its plan,
+    which the plan's ``Fan`` pushes to; ``errors``: the fan's, by ``id`` of that operator;
+    ``decode_all``: what decodes its emitted rows (the plan's, once per row and round)."""
+
+    cdef readonly object query
+    cdef object evaluator, sink, operators, errors, first_id, decode_all, writer, template_writer
+    cdef bint entered                    # ISTREAM: it emits the rows that entered Γ; DSTREAM: those that left
+    cdef int64_t mark                    # its operators' emitted total after its last evaluation
+
+    def __init__(self, query, first, dict errors, decode_all):
+        evaluator = query.evaluator
+        self.query = query
+        self.evaluator = evaluator
+        self.sink = evaluator.sink
+        self.operators = list(evaluator._operators)
+        self.errors = errors
+        self.first_id = id(first)
+        self.decode_all = decode_all
+        self.writer = evaluator._writer
+        self.template_writer = evaluator._template_writer
+        self.entered = query.r2s is _ISTREAM
+        self.mark = self._emitted()
+
+    cdef int64_t _emitted(self) except? -1:
+        """``operators.emitted_total`` of its plan (read in C for a ``Node``)."""
+        cdef int64_t total = 0
+        for operator in self.operators:
+            if isinstance(operator, Node):
+                total += (<Node>operator).outputs_emitted
+            else:
+                total += operator.outputs_emitted
+        return total
+
+    cdef object _take(self):
+        """The evaluation counted (its rows, ``tick_rows``, ``peak_tick_rows``, ``evaluations``)
+        and the sink's changes taken: the rows it emits, as ``IdRows``, or None when none has its
+        R2S's sign. A shared plan has no ORDER BY, so the sink's changes are what it emits."""
+        evaluator = self.evaluator
+        cdef int64_t total = self._emitted()
+        cdef int64_t tick = total - self.mark
+        self.mark = total
+        evaluator.tick_rows = tick
+        if tick > <int64_t>evaluator.peak_tick_rows:
+            evaluator.peak_tick_rows = tick
+        evaluator.evaluations += 1
+        pending = self.sink._pending
+        if not pending:
+            return None
+        cdef list rows = []
+        cdef int64_t count
+        cdef bint entered = self.entered
+        for row, value in (<dict>pending).items():
+            count = value
+            if (count > 0) == entered:
+                if count == 1 or count == -1:  # nearly every change: one occurrence
+                    rows.append(row)
+                else:
+                    rows.extend([row] * abs(count))
+        (<dict>pending).clear()  # what ``Sink.take`` does, keeping the sink's counter
+        if not rows:
+            return None
+        return IdRows(rows, self.decode_all, self.writer, _nothing, self.template_writer)
+
+    cpdef evaluate(self, tau):
+        """``ContinuousQuery._evaluate`` at ``tau`` once the round fed and punctuated its plan:
+        raises what its plan raised in the round; with no change of its R2S's sign, counts the
+        evaluation and moves its clock; else emits as an evaluation does."""
+        errors = self.errors
+        if errors:
+            error = errors.get(self.first_id)
+            if error is not None:
+                raise error
+        rows = self._take()
+        query = self.query
+        if rows is None:
+            query._clock = tau  # caught up by the fan-out before the round (``engine.fanout``)
+            query._evaluations += 1
+        else:
+            query._emit(tau, rows)
+
+
+def run_round(list members, object when, object received, object fail, double started):
+    """Evaluates every live member at the event time ``when`` (or its clock, when later), as
+    ``Engine._dispatch`` runs a query: its time observed in its latency (the first's from
+    ``started``, so with the shared feed), its failure handed to ``fail(query, error)``, which
+    stops it alone. ``received``: the event's arrival, for the emission latency."""
+    cdef Member member
+    cdef double last = started, now
+    for member in members:
+        query = member.query
+        if query.failure is not None:
+            continue
+        clock = query._clock
+        tau = when if clock is None or clock < when else clock
+        query._received = received
+        try:
+            member.evaluate(tau)
+        except Exception as error:  # one query's failure must not stop the others
+            fail(query, error)
+            last = _perf_counter()
+            continue
+        now = _perf_counter()
+        query.latency.observe(now - last)
+        last = now
