@@ -25,9 +25,8 @@ stays until its last query leaves (a unit left with one query keeps it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-
 import time as _time
+from collections.abc import Callable, Iterator, Sequence
 
 from cqels_endpoint.engine._shared_round import Member, run_round
 from cqels_endpoint.engine.incremental import IncrementalEvaluator, WindowEntry, release_rows
