@@ -18,8 +18,8 @@ import time as _time
 
 from cqels_endpoint.operators._base cimport Node
 
-from cqels_endpoint.engine.emission import IdRows
-from cqels_endpoint.query.kinds import R2S
+from cqels_endpoint.engine.emission import IdRows, new_emission
+from cqels_endpoint.query.kinds import R2S, QueryForm
 
 cdef object _perf_counter = _time.perf_counter
 cdef object _ISTREAM = R2S.ISTREAM
@@ -29,17 +29,37 @@ def _nothing():
     """What a member's emitted rows release: the shared buffer releases what it holds itself."""
 
 
+cdef int _observe(latency, double seconds) except -1:
+    """``LatencyHistogram.observe`` without its Python frame: ``bisect_left`` over its bounds."""
+    cdef tuple bounds = latency.bounds
+    cdef Py_ssize_t low = 0, high = len(bounds), middle
+    while low < high:
+        middle = (low + high) // 2
+        if <double>bounds[middle] < seconds:
+            low = middle + 1
+        else:
+            high = middle
+    cdef list counts = latency._counts
+    counts[low] += 1
+    latency.count += 1
+    latency.sum += seconds
+    return 0
+
+
 cdef class Member:
     """One query of a shared plan (module docstring). ``first``: the first operator of its plan,
     which the plan's ``Fan`` pushes to; ``errors``: the fan's, by ``id`` of that operator;
     ``decode_all``: what decodes its emitted rows (the plan's, once per row and round)."""
 
     cdef readonly object query
-    cdef object evaluator, sink, operators, errors, first_id, decode_all, writer, template_writer
+    cdef object evaluator, sink, operators, errors, first_id, writer, template_writer
+    cdef dict decoded                    # the plan's rows decoded in this round, for its sink's schema
+    cdef object decode                   # a row of ids → its mapping
     cdef bint entered                    # ISTREAM: it emits the rows that entered Γ; DSTREAM: those that left
+    cdef bint select                     # a SELECT: its emission made here (``_emit_select``)
     cdef int64_t mark                    # its operators' emitted total after its last evaluation
 
-    def __init__(self, query, first, dict errors, decode_all):
+    def __init__(self, query, first, dict errors, dict decoded):
         evaluator = query.evaluator
         self.query = query
         self.evaluator = evaluator
@@ -47,11 +67,26 @@ cdef class Member:
         self.operators = list(evaluator._operators)
         self.errors = errors
         self.first_id = id(first)
-        self.decode_all = decode_all
+        self.decoded = decoded
+        self.decode = evaluator._rows.decode
         self.writer = evaluator._writer
         self.template_writer = evaluator._template_writer
         self.entered = query.r2s is _ISTREAM
+        self.select = query.algebra.form == QueryForm.SELECT
         self.mark = self._emitted()
+
+    cpdef list decode_all(self, list rows):
+        """Its emitted rows as mappings, each row decoded once per round for the plan's queries
+        of its schema (the queries that emit one row, the triple that entered, say); each
+        emission gets its own copy of the mapping."""
+        cdef dict decoded = self.decoded
+        cdef list mappings = []
+        for row in rows:
+            mapping = decoded.get(row)
+            if mapping is None:
+                mapping = decoded[row] = self.decode(row)
+            mappings.append((<dict>mapping).copy())
+        return mappings
 
     cdef int64_t _emitted(self) except? -1:
         """``operators.emitted_total`` of its plan (read in C for a ``Node``)."""
@@ -63,10 +98,10 @@ cdef class Member:
                 total += operator.outputs_emitted
         return total
 
-    cdef object _take(self):
+    cdef list _take(self):
         """The evaluation counted (its rows, ``tick_rows``, ``peak_tick_rows``, ``evaluations``)
-        and the sink's changes taken: the rows it emits, as ``IdRows``, or None when none has its
-        R2S's sign. A shared plan has no ORDER BY, so the sink's changes are what it emits."""
+        and the sink's changes taken: the rows of ids it emits, or None when none has its R2S's
+        sign. A shared plan has no ORDER BY, so the sink's changes are what it emits."""
         evaluator = self.evaluator
         cdef int64_t total = self._emitted()
         cdef int64_t tick = total - self.mark
@@ -91,7 +126,7 @@ cdef class Member:
         (<dict>pending).clear()  # what ``Sink.take`` does, keeping the sink's counter
         if not rows:
             return None
-        return IdRows(rows, self.decode_all, self.writer, _nothing, self.template_writer)
+        return rows
 
     cpdef evaluate(self, tau):
         """``ContinuousQuery._evaluate`` at ``tau`` once the round fed and punctuated its plan:
@@ -102,30 +137,32 @@ cdef class Member:
             error = errors.get(self.first_id)
             if error is not None:
                 raise error
-        rows = self._take()
+        cdef list rows = self._take()
         query = self.query
         if rows is None:
             query._clock = tau  # caught up by the fan-out before the round (``engine.fanout``)
             query._evaluations += 1
+        elif self.select:
+            self._emit_select(query, tau, rows)
         else:
-            query._emit(tau, rows)
+            query._emit(tau, IdRows(rows, self.decode_all, self.writer, _nothing, self.template_writer))
 
-
-cdef int _observe(latency, double seconds) except -1:
-    """``LatencyHistogram.observe`` without its Python frame: ``bisect_left`` over its bounds."""
-    cdef tuple bounds = latency.bounds
-    cdef Py_ssize_t low = 0, high = len(bounds), middle
-    while low < high:
-        middle = (low + high) // 2
-        if <double>bounds[middle] < seconds:
-            low = middle + 1
-        else:
-            high = middle
-    cdef list counts = latency._counts
-    counts[low] += 1
-    latency.count += 1
-    latency.sum += seconds
-    return 0
+    cdef int _emit_select(self, query, tau, list rows) except -1:
+        """``ContinuousQuery._emit`` of a SELECT's rows (nonempty), without ``IdRows``: decoded
+        for the subscribers that read terms (or none yet), written as JSON for those that read
+        JSON, the emission latency observed."""
+        query._clock = tau
+        query._evaluations += 1
+        subscribers, json_only = query._subscribers, query._json_only
+        decoded = self.decode_all(rows) if not subscribers or len(json_only) < len(subscribers) else None
+        bindings = self.writer.write(rows) if json_only else None
+        query._outbox.append(
+            new_emission(query.name, tau, query.r2s, variables=query.variables, rows=decoded, bindings=bindings)
+        )
+        received = query._received
+        if received:
+            _observe(query.emission_latency, _perf_counter() - received)
+        return 0
 
 
 def run_round(list members, object when, object received, object fail, double started):

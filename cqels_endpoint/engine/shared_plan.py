@@ -57,7 +57,8 @@ class SharedPlan:
         self._members: dict[object, Member] = {}
         for query in queries:
             self._targets[query] = target = query.evaluator.adopt_buffer(0, buffer)
-            self._members[query] = Member(query, target[0], self.errors, self._decoder(query.evaluator))
+            decoded = self._decoded.setdefault(tuple(query.evaluator.sink.schema), {})
+            self._members[query] = Member(query, target[0], self.errors, decoded)
             query._shared = self
         self._fan.set_targets(list(self._targets.values()))
         self._round_members = list(self._members.values())  # rebuilt, not changed, when one leaves
@@ -123,22 +124,6 @@ class SharedPlan:
         """``query``'s evaluation at ``tau`` once the round fed and punctuated its plan
         (``ContinuousQuery._evaluate_shared``): ``Member.evaluate``."""
         self._members[query].evaluate(tau)
-
-    def _decoder(self, evaluator):
-        """The ``decode_all`` of ``evaluator``'s emitted rows through the round's decoded rows."""
-        decoded = self._decoded.setdefault(tuple(evaluator.sink.schema), {})
-        decode = evaluator._rows.decode
-
-        def decode_all(rows: list[tuple]) -> list[dict]:
-            mappings = []
-            for row in rows:
-                mapping = decoded.get(row)
-                if mapping is None:
-                    mapping = decoded[row] = decode(row)
-                mappings.append(mapping.copy())
-            return mappings
-
-        return decode_all
 
     def leave(self, query) -> None:
         """``query`` is gone (unregistered or failed): its plan gets nothing more; the last query
