@@ -13,10 +13,12 @@ its own through the same ``Member.evaluate``.
 """
 
 from libc.stdint cimport int64_t
+from libcpp.vector cimport vector
 
 import time as _time
 
 from cqels_endpoint.operators._base cimport Node
+from cqels_endpoint.operators._sink cimport _SinkNode
 
 from cqels_endpoint.engine.emission import IdRows, new_emission
 from cqels_endpoint.query.kinds import R2S, QueryForm
@@ -29,21 +31,33 @@ def _nothing():
     """What a member's emitted rows release: the shared buffer releases what it holds itself."""
 
 
-cdef int _observe(latency, double seconds) except -1:
-    """``LatencyHistogram.observe`` without its Python frame: ``bisect_left`` over its bounds."""
-    cdef tuple bounds = latency.bounds
-    cdef Py_ssize_t low = 0, high = len(bounds), middle
-    while low < high:
-        middle = (low + high) // 2
-        if <double>bounds[middle] < seconds:
-            low = middle + 1
-        else:
-            high = middle
-    cdef list counts = latency._counts
-    counts[low] += 1
-    latency.count += 1
-    latency.sum += seconds
-    return 0
+cdef class _Latency:
+    """A ``LatencyHistogram`` observed in C: ``observe`` without its Python frame, its bounds read
+    once (a histogram's bounds and bucket list are fixed at its making)."""
+
+    cdef object histogram
+    cdef list counts
+    cdef vector[double] bounds
+
+    def __init__(self, histogram):
+        self.histogram = histogram
+        self.counts = histogram._counts
+        for bound in histogram.bounds:
+            self.bounds.push_back(bound)
+
+    cdef int observe(self, double seconds) except -1:
+        cdef size_t low = 0, high = self.bounds.size(), middle
+        while low < high:  # bisect_left
+            middle = (low + high) // 2
+            if self.bounds[middle] < seconds:
+                low = middle + 1
+            else:
+                high = middle
+        self.counts[low] += 1
+        histogram = self.histogram
+        histogram.count += 1
+        histogram.sum += seconds
+        return 0
 
 
 cdef class Member:
@@ -52,7 +66,10 @@ cdef class Member:
     ``decode_all``: what decodes its emitted rows (the plan's, once per row and round)."""
 
     cdef readonly object query
-    cdef object evaluator, sink, operators, errors, first_id, writer, template_writer
+    cdef _SinkNode sink
+    cdef _Latency latency, emission_latency
+    cdef readonly bint left              # it left the plan (``leave``): the round skips it
+    cdef object evaluator, operators, errors, first_id, writer, template_writer
     cdef dict decoded                    # the plan's rows decoded in this round, for its sink's schema
     cdef object decode                   # a row of ids → its mapping
     cdef bint entered                    # ISTREAM: it emits the rows that entered Γ; DSTREAM: those that left
@@ -63,7 +80,9 @@ cdef class Member:
         evaluator = query.evaluator
         self.query = query
         self.evaluator = evaluator
-        self.sink = evaluator.sink
+        self.sink = evaluator.sink  # compiled: the plan's only source is a compiled buffer
+        self.latency = _Latency(query.latency)
+        self.emission_latency = _Latency(query.emission_latency)
         self.operators = list(evaluator._operators)
         self.errors = errors
         self.first_id = id(first)
@@ -74,6 +93,10 @@ cdef class Member:
         self.entered = query.r2s is _ISTREAM
         self.select = query.algebra.form == QueryForm.SELECT
         self.mark = self._emitted()
+
+    def leave(self):
+        """It left its plan (unregistered or failed), perhaps during a round."""
+        self.left = True
 
     cpdef list decode_all(self, list rows):
         """Its emitted rows as mappings, each row decoded once per round for the plan's queries
@@ -128,10 +151,15 @@ cdef class Member:
             return None
         return rows
 
-    cpdef evaluate(self, tau):
+    def evaluate(self, tau):
         """``ContinuousQuery._evaluate`` at ``tau`` once the round fed and punctuated its plan:
         raises what its plan raised in the round; with no change of its R2S's sign, counts the
         evaluation and moves its clock; else emits as an evaluation does."""
+        self._evaluate(tau, None, False)
+
+    cdef int _evaluate(self, tau, received, bint arrived) except -1:
+        """``evaluate``; ``arrived``: the round's event arrived at ``received`` (the emission
+        latency's start), set on the query when it emits."""
         errors = self.errors
         if errors:
             error = errors.get(self.first_id)
@@ -142,10 +170,14 @@ cdef class Member:
         if rows is None:
             query._clock = tau  # caught up by the fan-out before the round (``engine.fanout``)
             query._evaluations += 1
-        elif self.select:
-            self._emit_select(query, tau, rows)
         else:
-            query._emit(tau, IdRows(rows, self.decode_all, self.writer, _nothing, self.template_writer))
+            if arrived:
+                query._received = received
+            if self.select:
+                self._emit_select(query, tau, rows)
+            else:
+                query._emit(tau, IdRows(rows, self.decode_all, self.writer, _nothing, self.template_writer))
+        return 0
 
     cdef int _emit_select(self, query, tau, list rows) except -1:
         """``ContinuousQuery._emit`` of a SELECT's rows (nonempty), without ``IdRows``: decoded
@@ -161,7 +193,7 @@ cdef class Member:
         )
         received = query._received
         if received:
-            _observe(query.emission_latency, _perf_counter() - received)
+            self.emission_latency.observe(_perf_counter() - received)
         return 0
 
 
@@ -173,18 +205,17 @@ def run_round(list members, object when, object received, object fail, double st
     cdef Member member
     cdef double last = started, now
     for member in members:
-        query = member.query
-        if query.failure is not None:
+        if member.left:  # failed in this round
             continue
+        query = member.query
         clock = query._clock
         tau = when if clock is None or clock < when else clock
-        query._received = received
         try:
-            member.evaluate(tau)
+            member._evaluate(tau, received, True)
         except Exception as error:  # one query's failure must not stop the others
             fail(query, error)
             last = _perf_counter()
             continue
         now = _perf_counter()
-        _observe(query.latency, now - last)
+        member.latency.observe(now - last)
         last = now

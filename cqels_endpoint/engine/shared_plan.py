@@ -32,6 +32,7 @@ from cqels_endpoint.engine._shared_round import Member, run_round
 from cqels_endpoint.engine.incremental import IncrementalEvaluator, WindowEntry, release_rows
 from cqels_endpoint.operators._base import Fan
 from cqels_endpoint.operators._join import WindowBuffer
+from cqels_endpoint.operators._sink import Sink
 from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.runtime.feed import EventFeed
 from cqels_endpoint.runtime.streams import Event
@@ -130,7 +131,7 @@ class SharedPlan:
         to leave releases the buffer."""
         if self._targets.pop(query, None) is None:
             return
-        del self._members[query]
+        self._members.pop(query).leave()
         self._round_members = list(self._members.values())
         self._fan.set_targets(list(self._targets.values()))
         if not self._targets:
@@ -147,7 +148,7 @@ def _shape_allows(query) -> bool:
         type(evaluator) is IncrementalEvaluator and len(query.patterns) == 1 and query.patterns[0].variable is None
         and query.r2s is not R2S.RSTREAM and evaluator.max_tick_rows is None and not evaluator._timed
         and evaluator._order is None and len(evaluator._sources) == 1 and type(evaluator._windows.get(0)) is WindowBuffer
-        and evaluator._sources[0] is evaluator._windows[0]
+        and evaluator._sources[0] is evaluator._windows[0] and isinstance(evaluator.sink, Sink)
         and isinstance(getattr(evaluator.on_insert, "__self__", None), WindowEntry)
         and len(query.windows) == 1 and query.windows[0].feedable()
     )

@@ -15,7 +15,7 @@ int values stays untracked itself, so a full collection does not walk the rows o
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
 
-from cqels_endpoint.operators._base cimport Batch, Node
+from cqels_endpoint.operators._base cimport Batch
 
 from cqels_endpoint.operators.base import Sink as PythonSink
 
@@ -24,10 +24,6 @@ cdef extern from "Python.h":
 
 
 cdef class _SinkNode(Node):
-    cdef public object relation      # Γ: row → multiplicity (a dict, module docstring)
-    cdef public object _pending      # the net changes since the last take()
-    cdef public object last_tau
-
     def __cinit__(self, *args, **kwargs):
         self.relation = {}
         self._pending = {}
