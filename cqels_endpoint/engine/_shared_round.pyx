@@ -13,9 +13,8 @@ its own through the same ``Member.evaluate``.
 """
 
 from libc.stdint cimport int64_t
+from libc.time cimport time_t
 from libcpp.vector cimport vector
-
-import time as _time
 
 from cqels_endpoint.operators._base cimport Node
 from cqels_endpoint.operators._sink cimport _SinkNode
@@ -23,8 +22,21 @@ from cqels_endpoint.operators._sink cimport _SinkNode
 from cqels_endpoint.engine.emission import IdRows, new_emission
 from cqels_endpoint.query.kinds import R2S, QueryForm
 
-cdef object _perf_counter = _time.perf_counter
 cdef object _ISTREAM = R2S.ISTREAM
+
+cdef extern from "<time.h>" nogil:
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int, timespec*)
+    int CLOCK_MONOTONIC
+
+
+cdef inline double _perf_counter() noexcept:
+    """``time.perf_counter()`` (CLOCK_MONOTONIC on Linux) without a Python call or float."""
+    cdef timespec now
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return <double>now.tv_sec + <double>now.tv_nsec * 1e-9
 
 
 def _nothing():
@@ -75,6 +87,7 @@ cdef class Member:
     cdef bint entered                    # ISTREAM: it emits the rows that entered Γ; DSTREAM: those that left
     cdef bint select                     # a SELECT: its emission made here (``_emit_select``)
     cdef int64_t mark                    # its operators' emitted total after its last evaluation
+    cdef int64_t tick_rows, peak         # the evaluator's ``tick_rows`` and ``peak_tick_rows``, as last written
 
     def __init__(self, query, first, dict errors, dict decoded):
         evaluator = query.evaluator
@@ -93,6 +106,8 @@ cdef class Member:
         self.entered = query.r2s is _ISTREAM
         self.select = query.algebra.form == QueryForm.SELECT
         self.mark = self._emitted()
+        self.tick_rows = evaluator.tick_rows
+        self.peak = evaluator.peak_tick_rows
 
     def leave(self):
         """It left its plan (unregistered or failed), perhaps during a round."""
@@ -129,9 +144,12 @@ cdef class Member:
         cdef int64_t total = self._emitted()
         cdef int64_t tick = total - self.mark
         self.mark = total
-        evaluator.tick_rows = tick
-        if tick > <int64_t>evaluator.peak_tick_rows:
-            evaluator.peak_tick_rows = tick
+        if tick != self.tick_rows:  # written only when it changes: most rounds repeat the last
+            self.tick_rows = tick
+            evaluator.tick_rows = tick
+            if tick > self.peak:
+                self.peak = tick
+                evaluator.peak_tick_rows = tick
         evaluator.evaluations += 1
         pending = self.sink._pending
         if not pending:
