@@ -9,18 +9,41 @@ them.
 Γ is a plain dict (row → multiplicity, read as the twin's Counter is) whose rows are tuples of ints
 and None, untracked by the cyclic GC as they enter: a dict that only ever held untracked keys and
 int values stays untracked itself, so a full collection does not walk the rows of every query's Γ
-(hundreds of thousands with many queries over long windows).
+(hundreds of thousands with many queries over long windows). The sinks share the tuple of the row
+pushed last (``_row_tuple``): where many plans read one window buffer (``engine.shared_plan``), the
+row that enters or leaves reaches every sink in turn, which then keeps one tuple, not one each.
 """
 
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
+from libc.string cimport memcmp
+from libcpp.vector cimport vector
 
 from cqels_endpoint.operators._base cimport Batch
+from cqels_endpoint.operators._idkeys cimport ids_tuple
 
 from cqels_endpoint.operators.base import Sink as PythonSink
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(PyObject*)
+
+
+cdef tuple _last_row = None         # the tuple of the row a sink pushed last, untracked
+cdef vector[int64_t] _last_ids       # its ids
+
+
+cdef tuple _row_tuple(const int64_t* ids, Py_ssize_t width):
+    """The untracked tuple of a row's ids: the last one made when it has the same ids (tuples
+    are immutable: the sinks holding it share it)."""
+    global _last_row
+    if (_last_row is not None and <Py_ssize_t>_last_ids.size() == width
+            and (width == 0 or memcmp(_last_ids.data(), ids, width * sizeof(int64_t)) == 0)):
+        return _last_row
+    row = ids_tuple(ids, width)
+    PyObject_GC_UnTrack(<PyObject*>row)  # ints and None: no cycle goes through it
+    _last_ids.assign(ids, ids + width)
+    _last_row = row
+    return row
 
 
 cdef class _SinkNode(Node):
@@ -36,8 +59,7 @@ cdef class _SinkNode(Node):
         cdef int sign
         self.inputs_seen += count
         for i in range(count):
-            row = batch.row_tuple(i)
-            PyObject_GC_UnTrack(<PyObject*>row)  # ints and None: no cycle goes through it
+            row = _row_tuple(batch.row(i), batch.width)
             sign = batch.signs[i]
             _add(relation, row, sign)
             _add(pending, row, sign)

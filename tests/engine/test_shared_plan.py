@@ -178,7 +178,8 @@ def test_a_shared_round_writes_each_subscriber_what_a_query_alone_writes(constan
 @compiled_only
 def test_a_compiled_sinks_rows_stay_out_of_the_cyclic_gc() -> None:
     """Γ of a compiled sink is a plain dict of untracked id tuples (``operators._sink``): a full
-    collection does not walk it; it reads as the twin's Counter."""
+    collection does not walk it; it reads as the twin's Counter; the sinks of a shared plan share
+    the tuples of the rows both hold."""
     import gc
     from collections import Counter
 
@@ -189,4 +190,7 @@ def test_a_compiled_sinks_rows_stay_out_of_the_cyclic_gc() -> None:
     sink = queries[1].evaluator.sink
     assert sink.relation == Counter(sink.rows()) and len(sink.rows()) == 4
     assert not gc.is_tracked(sink.relation) and not any(gc.is_tracked(row) for row in sink.relation)
+    # The row that enters reaches both sinks in turn: they keep one tuple of it, not one each.
+    first = {id(row) for row in queries[0].evaluator.sink.relation}
+    assert {id(row) for row in sink.relation} <= first
     engine.close()
