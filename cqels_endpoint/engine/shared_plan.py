@@ -9,9 +9,11 @@ expires from the window state once, and hands what enters and leaves to that buf
 downstream is a ``Fan`` (``operators._base``) pushing each batch and punctuation on to the first
 operator of every query's plan (its FILTER, say) through C. A *round* is one event or advance:
 the first query of the unit driven in it (``start``) feeds and punctuates for all; each query then
-only looks at its own sink (``ContinuousQuery._evaluate_shared``): with no change, it counts the
-evaluation and moves its clock, with no ``Emission`` and no outbox work; with changes, it takes
-them as an evaluation of its own would.
+only looks at its own sink (``_shared_round.Member``): with no change, it counts the evaluation
+and moves its clock, with no ``Emission`` and no outbox work; with changes, it takes them as an
+evaluation of its own would. At an event, ``Engine._dispatch`` runs the whole round at once
+(``run``: one C loop over the queries, ``_shared_round.run_round``); at an advance, and at the
+plan's first event, each query evaluates on its own (``ContinuousQuery._evaluate_shared``).
 
 It applies to a unit of two or more plain eager queries (``FanOut.run``) where every query reads
 one stream pattern of one named stream with no bound on the window's size and a compiled plan
