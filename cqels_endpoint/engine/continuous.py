@@ -370,18 +370,7 @@ class ContinuousQuery:
         (``SharedPlan.start``): nothing more to do than an evaluation's counts when its sink took
         no change of its R2S's sign (it would emit nothing), else its emission as ``_evaluate``
         makes it."""
-        shared = self._shared
-        if shared.errors:
-            error = shared.failure(self)
-            if error is not None:
-                raise error
-        rows = self.evaluator.shared_emitted(tau, self.r2s)
-        if rows is None:
-            self._clock = tau  # caught up by the fan-out before the round (``engine.fanout``)
-            self._evaluations += 1
-            return
-        with rows:
-            self._emit(tau, rows)
+        self._shared.evaluate(self, tau)
 
     def evaluate_at(self, tau: int) -> list[Emission]:
         """Evaluates at ``tau`` without an engine and returns the emissions, delivered to nobody: a

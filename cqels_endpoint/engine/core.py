@@ -692,6 +692,15 @@ class Engine:
             audited = fanout.skipped(event, units) if fanout.mode == "audit" else ()
             for query in reached:
                 if query.failure is None:
+                    shared = query._shared
+                    if shared is not None and not audited:
+                        # A unit sharing a plan runs once for all its queries (engine.shared_plan);
+                        # on the plan's first event, made by its first query, each runs alone.
+                        if shared.evaluated == epoch:
+                            continue
+                        if shared.round != epoch:
+                            shared.run(event, seqs, epoch, self._fail)
+                            continue
                     check = fanout.audit(query, event) if audited and query in audited else None
                     started = clock()
                     try:

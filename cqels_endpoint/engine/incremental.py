@@ -58,10 +58,6 @@ from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.limits import LimitExceeded
 
 
-def _nothing() -> None:
-    """What the rows of a shared plan's evaluation release (``shared_emitted``)."""
-
-
 def release_rows_python(dictionary, rows: Sequence[tuple]) -> None:
     """Drops one reference to each id of ``rows`` (None: an unbound column). The reference version
     of ``release_rows`` (compiled in ``engine/_incremental.pyx`` unless ``CQELS_PURE_PYTHON=1``)."""
@@ -171,11 +167,8 @@ class IncrementalEvaluator:
             TemplateWriter(dictionary, self.sink.schema, query.template) if query.form == QueryForm.CONSTRUCT else None
         )
         self.describe_cache: Callable[[StaticCache], list[str]] | None = None
-        # The window buffer it reads with other queries (``adopt_buffer``), which it does not close,
-        # and the operators' emitted total after its last shared evaluation (``shared_emitted``).
+        # The window buffer it reads with other queries (``adopt_buffer``), which it does not close.
         self._adopted: object | None = None
-        self._shared_decode_all: Callable[[list[tuple]], list] | None = None
-        self._emitted_mark = 0
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
@@ -279,13 +272,13 @@ class IncrementalEvaluator:
         self.evaluations += 1
         return self.sink.take()
 
-    def adopt_buffer(self, pattern_id: int, buffer: Operator, decode_all: Callable[[list[tuple]], list]) -> tuple[Operator, int]:
+    def adopt_buffer(self, pattern_id: int, buffer: Operator) -> tuple[Operator, int]:
         """Reads pattern ``pattern_id`` through ``buffer``, a window buffer other queries read too
         (``engine.shared_plan``), in place of its own, which holds nothing yet; returns where its
         own buffer pushed, which ``buffer`` now feeds (through a ``Fan``). ``explain`` shows the
         shared buffer's counters: those of its own, since each would have had the same calls.
-        ``decode_all``: what decodes its emitted rows from then on (the shared plan's, which
-        decodes a row once for the queries that emit it in one round)."""
+        Its evaluations are then counted, and its sink's changes taken, by the plan
+        (``engine._shared_round.Member``)."""
         own = self._windows[pattern_id]
         if len(own):
             msg = f"the window buffer of pattern {pattern_id} holds triples: it cannot be shared now"
@@ -295,40 +288,10 @@ class IncrementalEvaluator:
         self._sources[self._sources.index(own)] = buffer
         self._operators[self._operators.index(own)] = buffer
         self._adopted = buffer
-        self._shared_decode_all = decode_all
-        self._emitted_mark = emitted_total(self._operators)
         target = (own.downstream, own.downstream_port)
         own.close()
         self.release_decoded()  # what it still held of triples gone before
         return target
-
-    def shared_emitted(self, tau: int, r2s: R2S) -> IdRows | None:
-        """``emitted`` once a shared buffer punctuated the plan at ``tau`` (``engine.shared_plan``):
-        the evaluation and its rows are counted as ``_tick`` counts them, and the sink's changes
-        taken; None when none has ``r2s``'s sign (ISTREAM or DSTREAM), so nothing is emitted.
-        A shared plan has no ORDER BY and no source but the buffer, which releases what it holds
-        itself: nothing is left to release after the rows are decoded."""
-        total = emitted_total(self._operators)
-        self.tick_rows = total - self._emitted_mark
-        self._emitted_mark = total
-        if self.tick_rows > self.peak_tick_rows:
-            self.peak_tick_rows = self.tick_rows
-        self.evaluations += 1
-        pending = self.sink._pending
-        if not pending:
-            return None
-        entered = r2s is R2S.ISTREAM
-        rows = []
-        for row, count in pending.items():
-            if (count > 0) is entered:
-                if count == 1 or count == -1:  # nearly every change: one occurrence
-                    rows.append(row)
-                else:
-                    rows.extend([row] * abs(count))
-        pending.clear()  # what ``take`` does, keeping the sink's counter
-        if not rows:
-            return None
-        return IdRows(rows, self._shared_decode_all, self._writer, _nothing, self._template_writer)
 
     def snapshot(self) -> list[dict[str, Term]]:
         """Γ at the last evaluation, a bag of solution mappings (in ORDER BY order if the query has one)."""

@@ -9,9 +9,11 @@ expires from the window state once, and hands what enters and leaves to that buf
 downstream is a ``Fan`` (``operators._base``) pushing each batch and punctuation on to the first
 operator of every query's plan (its FILTER, say) through C. A *round* is one event or advance:
 the first query of the unit driven in it (``start``) feeds and punctuates for all; each query then
-only looks at its own sink (``ContinuousQuery._evaluate_shared``): with no change, it counts the
-evaluation and moves its clock, with no ``Emission`` and no outbox work; with changes, it takes
-them as an evaluation of its own would.
+only looks at its own sink (``_shared_round.Member``): with no change, it counts the evaluation
+and moves its clock, with no ``Emission`` and no outbox work; with changes, it takes them as an
+evaluation of its own would. At an event, ``Engine._dispatch`` runs the whole round at once
+(``run``: one C loop over the queries, ``_shared_round.run_round``); at an advance, and at the
+plan's first event, each query evaluates on its own (``ContinuousQuery._evaluate_shared``).
 
 It applies to a unit of two or more plain eager queries (``FanOut.run``) where every query reads
 one stream pattern of one named stream with no bound on the window's size and a compiled plan
@@ -25,11 +27,14 @@ stays until its last query leaves (a unit left with one query keeps it).
 
 from __future__ import annotations
 
+import time as _time
 from collections.abc import Callable, Iterator, Sequence
 
+from cqels_endpoint.engine._shared_round import Member, run_round
 from cqels_endpoint.engine.incremental import IncrementalEvaluator, WindowEntry, release_rows
 from cqels_endpoint.operators._base import Fan
 from cqels_endpoint.operators._join import WindowBuffer
+from cqels_endpoint.operators._sink import Sink
 from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.runtime.feed import EventFeed
 from cqels_endpoint.runtime.streams import Event
@@ -52,14 +57,19 @@ class SharedPlan:
         # The rows decoded in this round, by sink schema: the queries that emit one row (the
         # triple that entered, say) decode it once; each emission gets its own copy of the mapping.
         self._decoded: dict[tuple, dict[tuple, dict]] = {}
+        self._members: dict[object, Member] = {}
         for query in queries:
-            self._targets[query] = query.evaluator.adopt_buffer(0, buffer, self._decoder(query.evaluator))
+            self._targets[query] = target = query.evaluator.adopt_buffer(0, buffer)
+            decoded = self._decoded.setdefault(tuple(query.evaluator.sink.schema), {})
+            self._members[query] = Member(query, target[0], self.errors, decoded)
             query._shared = self
         self._fan.set_targets(list(self._targets.values()))
+        self._round_members = list(self._members.values())  # rebuilt, not changed, when one leaves
         buffer.downstream = self._fan
         entry = WindowEntry(self._dictionary, {0: buffer})
         self._feed = EventFeed([first.windows[0].state(next(iter(first.streams)))], entry.insert, entry.expire)
         self.round: int | None = None  # the step of the round under way (``start``)
+        self.evaluated: int | None = None  # the step of the last round ``run`` evaluated all in
 
     @classmethod
     def make(cls, queries: Sequence, always: Callable[[object], bool]) -> SharedPlan | None:
@@ -97,31 +107,34 @@ class SharedPlan:
         self._feed.expire(tau)
         self._buffer.on_punctuation(tau)
 
-    def _decoder(self, evaluator):
-        """The ``decode_all`` of ``evaluator``'s emitted rows through the round's decoded rows."""
-        decoded = self._decoded.setdefault(tuple(evaluator.sink.schema), {})
-        decode = evaluator._rows.decode
+    def run(self, event: Event, seqs: Iterator[int], step: int, fail: Callable[[object, Exception], None]) -> None:
+        """Event ``step`` for every query of the unit at once (``Engine._dispatch``): ``start``
+        by the first, then each query's evaluation in C (``_shared_round.run_round``), which calls
+        Python only for the queries that emit. ``fail(query, error)`` stops a query that raised."""
+        started = _time.perf_counter()
+        members = self._round_members
+        query = members[0].query
+        clock = query._clock  # caught up by the fan-out's ``reached``
+        tau = event.time if clock is None or clock < event.time else clock
+        try:
+            self.start(step, tau, event, query, seqs)
+        except Exception as error:  # the first query's failure, as when it runs alone
+            fail(query, error)
+        self.evaluated = step
+        run_round(members, event.time, event.received, fail, started)
 
-        def decode_all(rows: list[tuple]) -> list[dict]:
-            mappings = []
-            for row in rows:
-                mapping = decoded.get(row)
-                if mapping is None:
-                    mapping = decoded[row] = decode(row)
-                mappings.append(mapping.copy())
-            return mappings
-
-        return decode_all
-
-    def failure(self, query) -> Exception | None:
-        """The exception ``query``'s plan raised in this round, if it did."""
-        return self.errors.get(id(self._targets[query][0]))
+    def evaluate(self, query, tau: int) -> None:
+        """``query``'s evaluation at ``tau`` once the round fed and punctuated its plan
+        (``ContinuousQuery._evaluate_shared``): ``Member.evaluate``."""
+        self._members[query].evaluate(tau)
 
     def leave(self, query) -> None:
         """``query`` is gone (unregistered or failed): its plan gets nothing more; the last query
         to leave releases the buffer."""
         if self._targets.pop(query, None) is None:
             return
+        self._members.pop(query).leave()
+        self._round_members = list(self._members.values())
         self._fan.set_targets(list(self._targets.values()))
         if not self._targets:
             self._buffer.close()
@@ -137,7 +150,7 @@ def _shape_allows(query) -> bool:
         type(evaluator) is IncrementalEvaluator and len(query.patterns) == 1 and query.patterns[0].variable is None
         and query.r2s is not R2S.RSTREAM and evaluator.max_tick_rows is None and not evaluator._timed
         and evaluator._order is None and len(evaluator._sources) == 1 and type(evaluator._windows.get(0)) is WindowBuffer
-        and evaluator._sources[0] is evaluator._windows[0]
+        and evaluator._sources[0] is evaluator._windows[0] and isinstance(evaluator.sink, Sink)
         and isinstance(getattr(evaluator.on_insert, "__self__", None), WindowEntry)
         and len(query.windows) == 1 and query.windows[0].feedable()
     )

@@ -142,3 +142,55 @@ def test_a_query_failing_in_a_shared_round_fails_alone() -> None:
     assert [queries[0].emitted, queries[2].emitted] == [3, 3]
     assert failing is not None
     engine.close()
+
+
+@compiled_only
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(constants=st.lists(st.integers(0, 4), min_size=2, max_size=5), pushes=st.lists(st.integers(0, 4), min_size=1, max_size=12),
+       json_only=st.lists(st.booleans(), min_size=5, max_size=5))
+def test_a_shared_round_writes_each_subscriber_what_a_query_alone_writes(constants, pushes, json_only) -> None:
+    """The round in C (``_shared_round``) makes a SELECT's emission itself: JSON written from ids
+    for subscribers that read only JSON, terms for the others, as ``ContinuousQuery._emit`` does."""
+
+    def run_with(fanout: str) -> tuple[list, list]:
+        engine = Engine()
+        engine.fanout = FanOut(engine.dictionary, fanout)
+        seen: list = []
+        queries = []
+        for k, constant in enumerate(constants):
+            query = engine.register(SHAPES[0][0].replace("{k}", str(constant)), r2s="ISTREAM", name=f"q{k}")
+            query.subscribe(lambda e, k=k: seen.append((k, e.time, e.rows is None, e.json_text())), json_only=json_only[k])
+            queries.append(query)
+        for step, value in enumerate(pushes):
+            engine.push(S1, f"<{EX}e{step}> <{EX}p> {value} .", time=10 * step)
+        counts = [(query.evaluations, query.clock, query.latency.count, query.emission_latency.count) for query in queries]
+        shared = {id(query.evaluator.built.buffers[0]) for query in queries}
+        engine.close()
+        return seen, counts, len(shared)
+
+    shared_seen, shared_counts, buffers = run_with("index")
+    alone_seen, alone_counts, own = run_with("all")
+    assert (buffers, own) == (1, len(constants))
+    assert shared_seen == alone_seen
+    assert shared_counts == alone_counts
+
+
+@compiled_only
+def test_a_compiled_sinks_rows_stay_out_of_the_cyclic_gc() -> None:
+    """Γ of a compiled sink is a plain dict of untracked id tuples (``operators._sink``): a full
+    collection does not walk it; it reads as the twin's Counter; the sinks of a shared plan share
+    the tuples of the rows both hold."""
+    import gc
+    from collections import Counter
+
+    engine = Engine()
+    queries = [engine.register(SHAPES[0][0].replace("{k}", str(k)), r2s="ISTREAM") for k in range(2)]
+    for k in range(6):
+        engine.push(S1, f"<{EX}e{k}> <{EX}p> {k % 3} .", time=k)
+    sink = queries[1].evaluator.sink
+    assert sink.relation == Counter(sink.rows()) and len(sink.rows()) == 4
+    assert not gc.is_tracked(sink.relation) and not any(gc.is_tracked(row) for row in sink.relation)
+    # The row that enters reaches both sinks in turn: they keep one tuple of it, not one each.
+    first = {id(row) for row in queries[0].evaluator.sink.relation}
+    assert {id(row) for row in sink.relation} <= first
+    engine.close()
