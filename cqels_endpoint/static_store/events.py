@@ -13,14 +13,20 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyoxigraph as ox
 
 from cqels_endpoint.static_store.convert import GraphTerm, graph_name
-from cqels_endpoint.static_store.journal import UndoJournal
+from cqels_endpoint.static_store.journal import UndoJournal, saved_input, saved_quads
 from cqels_endpoint.static_store.load import graph_sizes
 
 log = logging.getLogger(__name__)
+
+# ``swap``'s scratch: the replaced graph's triples beside the new ones (in the default graph), and
+# how many triples both hold.
+_REPLACED = ox.NamedNode("urn:cqels-endpoint:replaced")
+_KEPT_QUERY = f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o GRAPH {_REPLACED} {{ ?s ?p ?o }} }}"
 
 
 @dataclass(frozen=True)
@@ -99,11 +105,14 @@ class WriteBatch:
     Every method returns how many quads it really changed. ``rollback()`` restores the store
     (content and the existence of named graphs) as it was when the batch began.
 
-    A batch that is not ``undoable`` (one operation: nothing after it can fail and undo it) clears a
-    graph by counting it in Rust and dropping it in one call, without holding its quads in Python.
+    A batch that is not ``undoable`` (one operation: nothing after it can fail and undo it) clears or
+    drops a graph by counting it in Rust and emptying it in one call, one pyoxigraph transaction, so
+    neither its quads in Python nor a journal record: a crash leaves the graph whole or gone. ``swap``
+    replaces a whole graph in Rust time too (see there).
 
-    Each write first appends its inverse to ``journal`` (``UndoJournal``), so that a request cut by
-    a crash is undone when the store opens again; the caller commits the journal once the request is done.
+    Each write of several calls first appends its inverse to ``journal`` (``UndoJournal``), so that
+    a request cut by a crash is undone when the store opens again; the caller commits the journal
+    once the request is done.
     """
 
     def __init__(self, store: ox.Store, *, undoable: bool = True, journal: UndoJournal | None = None):
@@ -112,7 +121,9 @@ class WriteBatch:
         self._journal = journal or UndoJournal(None)
         self._added: dict[GraphTerm, set[ox.Quad]] = {}
         self._removed: dict[GraphTerm, set[ox.Quad]] = {}
-        self._cleared: dict[GraphTerm, int] = {}  # quads counted, not kept, by a batch not undoable
+        # (added, removed) counted in Rust, not kept as quads: by a batch not undoable, by ``swap``.
+        self._counted: dict[GraphTerm, tuple[int, int]] = {}
+        self._saved: list[tuple[GraphTerm, Path | bytes]] = []  # graphs ``swap`` emptied, as saved first
         # Named graphs whose existence this batch may have changed → whether they existed before.
         self._existed: dict[GraphTerm, bool] = {}
 
@@ -146,9 +157,8 @@ class WriteBatch:
         if not self._undoable:
             count = graph_sizes(self._store, [graph])[graph]
             if count:
-                self._journal.removing(self._store.quads_for_pattern(None, None, None, graph))  # streamed
                 self._store.clear_graph(graph)
-                self._cleared[graph] = self._cleared.get(graph, 0) + count
+                self._count(graph, 0, count)
             return count
         quads = list(self._store.quads_for_pattern(None, None, None, graph))
         if quads:
@@ -167,8 +177,14 @@ class WriteBatch:
 
     def drop(self, graph: GraphTerm) -> int:
         """Delete every quad of ``graph`` and forget the named graph (DROP); the default graph is cleared."""
+        named = not isinstance(graph, ox.DefaultGraph) and self._store.contains_named_graph(graph)
+        if named and not self._undoable:
+            count = graph_sizes(self._store, [graph])[graph]
+            self._store.remove_graph(graph)  # its quads and its name in one transaction
+            self._count(graph, 0, count)
+            return count
         removed = self.clear(graph)
-        if not isinstance(graph, ox.DefaultGraph) and self._store.contains_named_graph(graph):
+        if named:
             self._note_existence(graph)
             self._store.remove_graph(graph)
         return removed
@@ -179,13 +195,40 @@ class WriteBatch:
         self.remove([quad for quad in self._store.quads_for_pattern(None, None, None, graph) if quad not in quads])
         self.add(quads)
 
+    def swap(self, graph: GraphTerm, new: ox.Store) -> None:
+        """Make ``graph`` hold exactly the triples of ``new``'s default graph (an in-memory store, which
+        this uses as scratch), in Rust time: the graph's content is saved by the journal (``saving``,
+        one dump), emptied in one call and refilled in one load, without a quad in Python. The change
+        is counted in ``new``: the saved graph is loaded beside the new triples, and one COUNT of
+        their join gives the triples kept (none on a blank node: the new ones are fresh). Must be the
+        batch's only write of quads (``rollback`` restores the saved graphs after undoing the others).
+        """
+        old_size = graph_sizes(self._store, [graph])[graph]
+        new_size = graph_sizes(new, [ox.DefaultGraph()])[ox.DefaultGraph()]
+        kept = 0
+        if old_size:
+            saved = self._journal.saving(self._store, graph)
+            new.load(format=ox.RdfFormat.N_TRIPLES, to_graph=_REPLACED, **saved_input(saved))
+            kept = int(next(iter(new.query(_KEPT_QUERY)))["n"].value)
+            if kept == old_size == new_size:
+                return  # the same triples: nothing to write
+            self._saved.append((graph, saved))
+            self._store.clear_graph(graph)
+        if new_size:
+            triples = new.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=ox.DefaultGraph())
+            self._store.load(triples, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+        self._count(graph, new_size - kept, old_size - kept)
+
     # ------------------------------------------------------------------ outcome
 
     def counts(self) -> dict[str | None, tuple[int, int]]:
         """``{graph: (added, removed)}`` of the net effect so far, unchanged graphs included as (0, 0)."""
-        graphs = set(self._added) | set(self._removed) | set(self._cleared)
+        graphs = set(self._added) | set(self._removed) | set(self._counted)
         return {
-            graph_name(g): (len(self._added.get(g, ())), len(self._removed.get(g, ())) + self._cleared.get(g, 0))
+            graph_name(g): (
+                len(self._added.get(g, ())) + self._counted.get(g, (0, 0))[0],
+                len(self._removed.get(g, ())) + self._counted.get(g, (0, 0))[1],
+            )
             for g in graphs
         }
 
@@ -197,6 +240,9 @@ class WriteBatch:
         restored = [quad for quads in self._removed.values() for quad in quads]
         if restored:
             self._store.extend(restored)
+        for graph, saved in reversed(self._saved):
+            self._store.clear_graph(graph)
+            self._store.extend(saved_quads(saved, graph))
         for graph, existed in self._existed.items():
             exists = self._store.contains_named_graph(graph)
             if existed and not exists:
@@ -205,7 +251,13 @@ class WriteBatch:
                 self._store.remove_graph(graph)
         self._added.clear()
         self._removed.clear()
+        self._counted.clear()
+        self._saved.clear()
         self._existed.clear()
+
+    def _count(self, graph: GraphTerm, added: int, removed: int) -> None:
+        previous_added, previous_removed = self._counted.get(graph, (0, 0))
+        self._counted[graph] = (previous_added + added, previous_removed + removed)
 
     def _record_added(self, quad: ox.Quad) -> None:
         removed = self._removed.get(quad.graph_name)
