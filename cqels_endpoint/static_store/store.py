@@ -10,16 +10,18 @@ Queries go to pyoxigraph unparsed unless they need the project's checks (``shape
 process under a deadline or, for shapes that compute long before their first row, in a forked
 child (``timeout``). Writes avoid holding quads in Python where pyoxigraph can do the work: an
 INSERT DATA / DELETE DATA request is parsed by pyoxigraph and applied in one transaction, a large
-GSP POST is merged by pyoxigraph and counted by graph sizes, a load uses its bulk loader.
+GSP POST is merged by pyoxigraph and counted by graph sizes, a GSP PUT of triples is swapped in by
+a few Rust calls (``WriteBatch.swap``), a GSP DELETE or one DROP/CLEAR of one graph is one call, a
+load uses its bulk loader.
 
 Other Update requests run through the project's engine (``update``). pyoxigraph's Python API has
 no multi-statement transaction, so such a request is applied operation by operation (and undone as
 a whole if one fails): a query running meanwhile may see the state between two of its operations.
 
 A crash never leaves half a request: a write made of one pyoxigraph transaction (INSERT DATA,
-DELETE DATA, a large GSP POST, a load of bytes) is atomic in RocksDB, and a write of several (other
-Update requests, GSP PUT/POST/DELETE) journals the inverse of each step first (``journal``), so the
-store undoes it when it opens again. Only ``load`` of a file uses pyoxigraph's bulk loader, which
+DELETE DATA, a large GSP POST, a load of bytes, a GSP DELETE) is atomic in RocksDB, and a write of
+several (other Update requests, GSP PUT/POST) journals the inverse of each step first (``journal``),
+so the store undoes it when it opens again. Only ``load`` of a file uses pyoxigraph's bulk loader, which
 has no transaction: ``cqels load`` killed midway leaves part of the file loaded.
 
 On disk, ``path`` is a directory the store owns: the pyoxigraph (RocksDB) database lives in
