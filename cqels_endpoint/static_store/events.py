@@ -13,20 +13,14 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyoxigraph as ox
 
 from cqels_endpoint.static_store.convert import GraphTerm, graph_name
-from cqels_endpoint.static_store.journal import UndoJournal, saved_input, saved_quads
+from cqels_endpoint.static_store.journal import UndoJournal
 from cqels_endpoint.static_store.load import graph_sizes
 
 log = logging.getLogger(__name__)
-
-# ``swap``'s scratch: the replaced graph's triples beside the new ones (in the default graph), and
-# how many triples both hold.
-_REPLACED = ox.NamedNode("urn:cqels-endpoint:replaced")
-_KEPT_QUERY = f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o GRAPH {_REPLACED} {{ ?s ?p ?o }} }}"
 
 
 @dataclass(frozen=True)
@@ -107,8 +101,7 @@ class WriteBatch:
 
     A batch that is not ``undoable`` (one operation: nothing after it can fail and undo it) clears or
     drops a graph by counting it in Rust and emptying it in one call, one pyoxigraph transaction, so
-    neither its quads in Python nor a journal record: a crash leaves the graph whole or gone. ``swap``
-    replaces a whole graph in Rust time too (see there).
+    neither its quads in Python nor a journal record: a crash leaves the graph whole or gone.
 
     Each write of several calls first appends its inverse to ``journal`` (``UndoJournal``), so that
     a request cut by a crash is undone when the store opens again; the caller commits the journal
@@ -121,9 +114,8 @@ class WriteBatch:
         self._journal = journal or UndoJournal(None)
         self._added: dict[GraphTerm, set[ox.Quad]] = {}
         self._removed: dict[GraphTerm, set[ox.Quad]] = {}
-        # (added, removed) counted in Rust, not kept as quads: by a batch not undoable, by ``swap``.
+        # (added, removed) counted in Rust, not kept as quads, by a batch not undoable.
         self._counted: dict[GraphTerm, tuple[int, int]] = {}
-        self._saved: list[tuple[GraphTerm, Path | bytes]] = []  # graphs ``swap`` emptied, as saved first
         # Named graphs whose existence this batch may have changed → whether they existed before.
         self._existed: dict[GraphTerm, bool] = {}
 
@@ -195,30 +187,6 @@ class WriteBatch:
         self.remove([quad for quad in self._store.quads_for_pattern(None, None, None, graph) if quad not in quads])
         self.add(quads)
 
-    def swap(self, graph: GraphTerm, new: ox.Store) -> None:
-        """Make ``graph`` hold exactly the triples of ``new``'s default graph (an in-memory store, which
-        this uses as scratch), in Rust time: the graph's content is saved by the journal (``saving``,
-        one dump), emptied in one call and refilled in one load, without a quad in Python. The change
-        is counted in ``new``: the saved graph is loaded beside the new triples, and one COUNT of
-        their join gives the triples kept (none on a blank node: the new ones are fresh). Must be the
-        batch's only write of quads (``rollback`` restores the saved graphs after undoing the others).
-        """
-        old_size = graph_sizes(self._store, [graph])[graph]
-        new_size = graph_sizes(new, [ox.DefaultGraph()])[ox.DefaultGraph()]
-        kept = 0
-        if old_size:
-            saved = self._journal.saving(self._store, graph)
-            new.load(format=ox.RdfFormat.N_TRIPLES, to_graph=_REPLACED, **saved_input(saved))
-            kept = int(next(iter(new.query(_KEPT_QUERY)))["n"].value)
-            if kept == old_size == new_size:
-                return  # the same triples: nothing to write
-            self._saved.append((graph, saved))
-            self._store.clear_graph(graph)
-        if new_size:
-            triples = new.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=ox.DefaultGraph())
-            self._store.load(triples, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
-        self._count(graph, new_size - kept, old_size - kept)
-
     # ------------------------------------------------------------------ outcome
 
     def counts(self) -> dict[str | None, tuple[int, int]]:
@@ -240,9 +208,6 @@ class WriteBatch:
         restored = [quad for quads in self._removed.values() for quad in quads]
         if restored:
             self._store.extend(restored)
-        for graph, saved in reversed(self._saved):
-            self._store.clear_graph(graph)
-            self._store.extend(saved_quads(saved, graph))
         for graph, existed in self._existed.items():
             exists = self._store.contains_named_graph(graph)
             if existed and not exists:
@@ -252,7 +217,6 @@ class WriteBatch:
         self._added.clear()
         self._removed.clear()
         self._counted.clear()
-        self._saved.clear()
         self._existed.clear()
 
     def _count(self, graph: GraphTerm, added: int, removed: int) -> None:

@@ -4,9 +4,8 @@ pyoxigraph commits each call (``extend``, ``remove``, ``clear_graph``…) as its
 offers no transaction spanning several, so a Graph Store Protocol write or an Update request that a
 ``WriteBatch`` applies in steps would be left half done by a process killed between two steps.
 Before each step the batch appends that step's inverse here — the quads it is about to add, the
-quads it is about to remove, whether a named graph existed, or, before a step replaces a whole
-graph, the graph's content dumped by pyoxigraph (in Rust, as N-Triples) into a file beside the
-journal that the record names — and flushes it to the operating system; once the request is complete the file is deleted, which is its commit point. A journal
+quads it is about to remove, whether a named graph existed — and flushes it to the operating
+system; once the request is complete the file is deleted, which is its commit point. A journal
 found when the store opens belongs to a request that never completed (never answered): its records
 are undone, last first, and the store is as it was before that request.
 
@@ -14,7 +13,6 @@ Undoing is idempotent, so a crash during recovery is recovered from again: a bat
 that are absent and removes only quads that are present, and notes a graph's existence only the
 first time it touches it, so the earliest record about a quad or a graph states how it was before
 the request; replayed last first, that record is applied last and wins, whatever state the crash left.
-A graph restored from its file is cleared and refilled, which gives the same graph however often it runs.
 
 The file is flushed, not fsynced: a killed process cannot lose what it handed to the kernel, and
 an fsync per step (~5 ms here) would not buy safety against an OS crash or power loss, where
@@ -22,13 +20,12 @@ RocksDB, as pyoxigraph opens it, may lose its last commits anyway (its WAL is no
 
 The format is text: a record is a header line, then for quads an N-Quads block and an ``@end``
 line (an N-Quads line never starts with ``@``). A record cut short by the crash was never applied
-(its step runs only after the record is written), so it is ignored; so is a saved graph's file that
-no complete record names (the record is written once the file is complete).
+(its step runs only after the record is written), so it is ignored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -41,7 +38,6 @@ FILE_NAME = "undo.journal"
 _REMOVE = b"@remove\n"  # quads the step adds: removed on undo
 _READD = b"@readd\n"  # quads the step removes: added back on undo
 _GRAPH = "@graph"  # "@graph existed|absent <iri>|_:id": a named graph's existence before the request
-_RESTORE = "@restore"  # "@restore FILE <iri>|_:id|DEFAULT": a graph's content before a step replaced it
 _END = b"@end\n"
 
 
@@ -52,7 +48,6 @@ class UndoJournal:
     def __init__(self, directory: Path | None):
         self.path = None if directory is None else directory / FILE_NAME
         self._file: BinaryIO | None = None
-        self._saved: list[Path] = []  # the files of this request's saved graphs
 
     def adding(self, quads: Iterable[ox.Quad]) -> None:
         """Before a step adds ``quads`` (none of them in the store)."""
@@ -69,27 +64,12 @@ class UndoJournal:
             file.write(f"{_GRAPH} {'existed' if existed else 'absent'} {graph}\n".encode())
             file.flush()
 
-    def saving(self, store: ox.Store, graph: GraphTerm) -> Path | bytes:
-        """Before a step replaces the whole content of ``graph``: that content, dumped by pyoxigraph as
-        N-Triples into a file the journal names (returned), or into bytes when there is no journal
-        (an in-memory store keeps them only to roll back in process). Read back by ``saved_quads``."""
-        file = self._open()
-        if file is None:
-            return store.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
-        saved = self.path.with_name(f"{FILE_NAME}.{len(self._saved)}.nt")
-        self._saved.append(saved)
-        store.dump(str(saved), format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
-        file.write(f"{_RESTORE} {saved.name} {graph}\n".encode())
-        file.flush()
-        return saved
-
     def commit(self) -> None:
         """The request is complete (or was rolled back in process): forget its records."""
         if self._file is not None:
             self._file.close()
             self._file = None
             self.path.unlink()
-        self._forget_saved()
 
     def recover(self, store: ox.Store) -> bool:
         """Undo the request a crash interrupted, if any; whether there was one."""
@@ -101,20 +81,14 @@ class UndoJournal:
                     store.remove(quad)
             elif header == _READD:
                 store.extend(quads)
-            elif header.startswith(_RESTORE.encode()):
-                _, name, term = header.decode().split(" ", 2)
-                graph = _graph_term(term)
-                store.clear_graph(graph)
-                store.extend(saved_quads(self.path.with_name(name), graph))
             else:
                 _, state, term = header.decode().split(" ", 2)
-                graph = _graph_term(term)
+                graph = ox.NamedNode(term[1:-1]) if term.startswith("<") else ox.BlankNode(term[2:])
                 if state == "existed" and not store.contains_named_graph(graph):
                     store.add_graph(graph)
                 elif state == "absent" and store.contains_named_graph(graph):
                     store.remove_graph(graph)
         self.path.unlink()
-        self._forget_saved()
         return True
 
     def _quads(self, header: bytes, quads: Iterable[ox.Quad]) -> None:
@@ -125,36 +99,10 @@ class UndoJournal:
             file.write(_END)
             file.flush()
 
-    def _forget_saved(self) -> None:
-        """Delete the saved graphs' files, those a crash left unnamed by any record included."""
-        if self.path is not None:
-            for saved in self.path.parent.glob(f"{FILE_NAME}.*.nt"):
-                saved.unlink()
-        self._saved.clear()
-
     def _open(self) -> BinaryIO | None:
         if self._file is None and self.path is not None:
             self._file = self.path.open("wb")
         return self._file
-
-
-def saved_quads(saved: Path | bytes, graph: GraphTerm) -> Iterator[ox.Quad]:
-    """The quads of a graph ``UndoJournal.saving`` saved, in ``graph``, blank nodes as they were
-    (``Store.load`` would make them fresh, cutting them from the same nodes in other graphs)."""
-    triples = ox.parse(format=ox.RdfFormat.N_TRIPLES, **saved_input(saved))
-    return (ox.Quad(t.subject, t.predicate, t.object, graph) for t in triples)
-
-
-def saved_input(saved: Path | bytes) -> dict[str, str | bytes]:
-    """The keyword naming a saved graph's N-Triples to pyoxigraph's ``parse`` or ``Store.load``."""
-    return {"path": str(saved)} if isinstance(saved, Path) else {"input": saved}
-
-
-def _graph_term(text: str) -> GraphTerm:
-    """A graph name as a record writes it (``str`` of the pyoxigraph term)."""
-    if text == "DEFAULT":
-        return ox.DefaultGraph()
-    return ox.NamedNode(text[1:-1]) if text.startswith("<") else ox.BlankNode(text[2:])
 
 
 def _records(data: bytes) -> list[tuple[bytes, list[ox.Quad]]]:
@@ -172,7 +120,7 @@ def _records(data: bytes) -> list[tuple[bytes, list[ox.Quad]]]:
             quads = list(ox.parse(data[position : close + 1], format=ox.RdfFormat.N_QUADS))
             position = close + 1 + len(_END)
             records.append((header, quads))
-        elif header.startswith((_GRAPH.encode(), _RESTORE.encode())):
+        elif header.startswith(_GRAPH.encode()):
             records.append((header.rstrip(b"\n"), []))
         else:
             break
