@@ -8,8 +8,9 @@ Two paths, because they trade memory differently:
 - ``bulk_load`` hands a whole file to pyoxigraph's bulk loader, so that a syntax error anywhere
   leaves the store untouched: into empty graphs, by emptying them again; otherwise after a first
   parse that writes nothing. It learns the exact number of new quads per graph by counting the
-  touched graphs before and after (in Rust, with SPARQL ``COUNT``). A load only adds, so ``after − before`` is exactly the set difference; the caller
-  holds the write lock, so nothing else moves the counts meanwhile.
+  touched graphs before and after (in Rust, with SPARQL ``COUNT``). A load only adds, so
+  ``after − before`` is exactly the set difference; the caller holds the write lock, so nothing
+  else moves the counts meanwhile.
 """
 
 from __future__ import annotations
