@@ -1,11 +1,11 @@
 """GSP PUT replacing a large graph: `cqels serve` against Oxigraph server, same run.
 
-    python benchmarks/gsp_put.py [--triples 100000] [--runs 3] [--oxigraph PATH] [--out benchmarks/results/gsp_put.md]
+    python benchmarks/gsp_put.py [--triples 100000] [--shared 0.5] [--runs 3] [--oxigraph PATH] [--out FILE]
 
 Each server starts on an empty directory (loopback, the servers and Oxigraph CLI of
 ``endpoint.py``); a first PUT creates ``<urn:put:g>`` with ``--triples`` triples, then ``--runs``
-PUTs replace it, alternately with a version sharing half of its triples and the first one again
-(so each replace removes and adds half the graph). Measured: the wall time of each replacing PUT
+PUTs replace it, alternately with a version sharing the fraction ``--shared`` of its triples and
+the first one again (so each replace removes and adds the rest of the graph). Measured: the wall time of each replacing PUT
 (request sent to response read), its median per server, and their ratio. After every PUT the graph
 must hold exactly ``--triples`` triples, checked by a COUNT query on both servers.
 
@@ -33,8 +33,8 @@ def version(triples: int, offset: int) -> bytes:
                    for i in range(offset, offset + triples)).encode()
 
 
-def measure(tools: endpoint.Tools, name: str, store: Path, triples: int, runs: int) -> list[float]:
-    bodies = [version(triples, 0), version(triples, triples // 2)]
+def measure(tools: endpoint.Tools, name: str, store: Path, triples: int, shared: float, runs: int) -> list[float]:
+    bodies = [version(triples, 0), version(triples, round(triples * (1 - shared)))]
     path = "/store?" + urllib.parse.urlencode({"graph": GRAPH})
     with endpoint.started(tools, name, store, max_body_mb=endpoint.GSP_MAX_BODY_MB) as server:
         client = endpoint.Client(server.port)
@@ -55,6 +55,7 @@ def measure(tools: endpoint.Tools, name: str, store: Path, triples: int, runs: i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--triples", type=int, default=100_000)
+    parser.add_argument("--shared", type=float, default=0.5, help="fraction of the triples two versions share")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--oxigraph", type=Path)
     parser.add_argument("--out", type=Path)
@@ -64,10 +65,11 @@ def main() -> None:
         work = Path(work_dir)
         (work / "logs").mkdir()
         tools = endpoint.Tools(Path(sys.executable).parent / "cqels", oxigraph, work / "logs", False)
-        results = {name: measure(tools, name, work / name, args.triples, args.runs) for name in endpoint.SERVERS}
+        results = {name: measure(tools, name, work / name, args.triples, args.shared, args.runs) for name in endpoint.SERVERS}
     medians = {name: statistics.median(seconds) for name, seconds in results.items()}
     lines = [
-        f"# GSP PUT replacing a {args.triples:,}-triple graph: cqels vs Oxigraph server {endpoint.tool_version(oxigraph)}",
+        f"# GSP PUT replacing a {args.triples:,}-triple graph by one sharing {args.shared:.0%} of it: "
+        f"cqels vs Oxigraph server {endpoint.tool_version(oxigraph)}",
         "",
         f"`{' '.join(sys.argv)}`; PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; load average "
         f"{os.getloadavg()[0]:.2f} at the end.",
