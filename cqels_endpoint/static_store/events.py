@@ -99,11 +99,13 @@ class WriteBatch:
     Every method returns how many quads it really changed. ``rollback()`` restores the store
     (content and the existence of named graphs) as it was when the batch began.
 
-    A batch that is not ``undoable`` (one operation: nothing after it can fail and undo it) clears a
-    graph by counting it in Rust and dropping it in one call, without holding its quads in Python.
+    A batch that is not ``undoable`` (one operation: nothing after it can fail and undo it) clears or
+    drops a graph by counting it in Rust and emptying it in one call, one pyoxigraph transaction, so
+    neither its quads in Python nor a journal record: a crash leaves the graph whole or gone.
 
-    Each write first appends its inverse to ``journal`` (``UndoJournal``), so that a request cut by
-    a crash is undone when the store opens again; the caller commits the journal once the request is done.
+    Each write of several calls first appends its inverse to ``journal`` (``UndoJournal``), so that
+    a request cut by a crash is undone when the store opens again; the caller commits the journal
+    once the request is done.
     """
 
     def __init__(self, store: ox.Store, *, undoable: bool = True, journal: UndoJournal | None = None):
@@ -112,7 +114,8 @@ class WriteBatch:
         self._journal = journal or UndoJournal(None)
         self._added: dict[GraphTerm, set[ox.Quad]] = {}
         self._removed: dict[GraphTerm, set[ox.Quad]] = {}
-        self._cleared: dict[GraphTerm, int] = {}  # quads counted, not kept, by a batch not undoable
+        # (added, removed) counted in Rust, not kept as quads, by a batch not undoable.
+        self._counted: dict[GraphTerm, tuple[int, int]] = {}
         # Named graphs whose existence this batch may have changed → whether they existed before.
         self._existed: dict[GraphTerm, bool] = {}
 
@@ -146,9 +149,8 @@ class WriteBatch:
         if not self._undoable:
             count = graph_sizes(self._store, [graph])[graph]
             if count:
-                self._journal.removing(self._store.quads_for_pattern(None, None, None, graph))  # streamed
                 self._store.clear_graph(graph)
-                self._cleared[graph] = self._cleared.get(graph, 0) + count
+                self._count(graph, 0, count)
             return count
         quads = list(self._store.quads_for_pattern(None, None, None, graph))
         if quads:
@@ -167,8 +169,14 @@ class WriteBatch:
 
     def drop(self, graph: GraphTerm) -> int:
         """Delete every quad of ``graph`` and forget the named graph (DROP); the default graph is cleared."""
+        named = not isinstance(graph, ox.DefaultGraph) and self._store.contains_named_graph(graph)
+        if named and not self._undoable:
+            count = graph_sizes(self._store, [graph])[graph]
+            self._store.remove_graph(graph)  # its quads and its name in one transaction
+            self._count(graph, 0, count)
+            return count
         removed = self.clear(graph)
-        if not isinstance(graph, ox.DefaultGraph) and self._store.contains_named_graph(graph):
+        if named:
             self._note_existence(graph)
             self._store.remove_graph(graph)
         return removed
@@ -183,9 +191,12 @@ class WriteBatch:
 
     def counts(self) -> dict[str | None, tuple[int, int]]:
         """``{graph: (added, removed)}`` of the net effect so far, unchanged graphs included as (0, 0)."""
-        graphs = set(self._added) | set(self._removed) | set(self._cleared)
+        graphs = set(self._added) | set(self._removed) | set(self._counted)
         return {
-            graph_name(g): (len(self._added.get(g, ())), len(self._removed.get(g, ())) + self._cleared.get(g, 0))
+            graph_name(g): (
+                len(self._added.get(g, ())) + self._counted.get(g, (0, 0))[0],
+                len(self._removed.get(g, ())) + self._counted.get(g, (0, 0))[1],
+            )
             for g in graphs
         }
 
@@ -205,7 +216,12 @@ class WriteBatch:
                 self._store.remove_graph(graph)
         self._added.clear()
         self._removed.clear()
+        self._counted.clear()
         self._existed.clear()
+
+    def _count(self, graph: GraphTerm, added: int, removed: int) -> None:
+        previous_added, previous_removed = self._counted.get(graph, (0, 0))
+        self._counted[graph] = (previous_added + added, previous_removed + removed)
 
     def _record_added(self, quad: ox.Quad) -> None:
         removed = self._removed.get(quad.graph_name)

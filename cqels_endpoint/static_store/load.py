@@ -5,11 +5,12 @@ Two paths, because they trade memory differently:
 - ``parse_graph`` reads a Graph Store Protocol body or a ``LOAD``ed document into a list of
   pyoxigraph quads, so the caller writes them through a ``WriteBatch`` (exact set differences,
   undoable inside an Update request).
-- ``bulk_load`` hands a whole file to pyoxigraph's bulk loader, after a first parse that writes
-  nothing (so a syntax error anywhere leaves the store untouched), and learns the exact number of
-  new quads per graph by counting the touched graphs before and after (in Rust, with SPARQL
-  ``COUNT``). A load only adds, so ``after − before`` is exactly the set difference; the caller
-  holds the write lock, so nothing else moves the counts meanwhile.
+- ``bulk_load`` hands a whole file to pyoxigraph's bulk loader, so that a syntax error anywhere
+  leaves the store untouched: into empty graphs, by emptying them again; otherwise after a first
+  parse that writes nothing. It learns the exact number of new quads per graph by counting the
+  touched graphs before and after (in Rust, with SPARQL ``COUNT``). A load only adds, so
+  ``after − before`` is exactly the set difference; the caller holds the write lock, so nothing
+  else moves the counts meanwhile.
 """
 
 from __future__ import annotations
@@ -165,25 +166,43 @@ def bulk_load(
     """Load a whole document with pyoxigraph's bulk loader; returns ``{graph: (added, 0)}`` for the graphs it grew.
 
     Triples go into ``graph``; the named graphs of a TriG/N-Quads document keep their names. The bulk
-    loader writes as it parses, so the document is parsed once before (each quad dropped as it
-    comes): a syntax error anywhere still writes nothing.
+    loader writes as it parses, and a syntax error anywhere must still leave the store as it was.
+    When every graph the document can touch is empty (``graph``, or the whole store for a dataset
+    syntax: the first load of a store), the document is parsed once, by the loader, and a syntax
+    error is undone by emptying those graphs again (one call each). Otherwise it is parsed once
+    before (each quad dropped as it comes), which is slower but writes nothing until it is known good.
     """
     # A triple syntax can only touch ``graph``; a dataset syntax may touch any graph.
     touched = None if fmt.supports_datasets else [graph]
+    before = graph_sizes(store, touched)
+    undoable = not any(before.values())
     size = source.stat().st_size if isinstance(source, Path) else len(source)
-    bar = _progress_bar(2 * size, source, progress)  # two passes over the bytes
+    bar = _progress_bar(size if undoable else 2 * size, source, progress)  # one or two passes over the bytes
+    named_before = set(store.named_graphs()) if undoable else set()
     try:
-        with _open(source) as raw:
-            deque(ox.parse(_reader(raw, bar), format=fmt, base_iri=base_iri), maxlen=0)
-        before = graph_sizes(store, touched)
+        if not undoable:
+            with _open(source) as raw:
+                deque(ox.parse(_reader(raw, bar), format=fmt, base_iri=base_iri), maxlen=0)
         with _open(source) as raw:
             store.bulk_load(_reader(raw, bar), format=fmt, base_iri=base_iri, to_graph=graph)
     except SyntaxError as error:
+        if undoable:
+            _empty_again(store, touched, named_before)
         raise rdf_syntax_error(error, fmt, _describe(source)) from None
     finally:
         if bar is not None:
             bar.close()
     return growth(before, graph_sizes(store, touched))
+
+
+def _empty_again(store: ox.Store, graphs: list[GraphTerm] | None, named_before: set[ox.NamedNode | ox.BlankNode]) -> None:
+    """Undo a failed load into empty graphs: empty ``graphs`` again (every graph when None), and
+    forget the named graphs the load made."""
+    for graph in graphs if graphs is not None else [ox.DefaultGraph(), *store.named_graphs()]:
+        if graph in named_before or isinstance(graph, ox.DefaultGraph):
+            store.clear_graph(graph)
+        else:
+            store.remove_graph(graph)
 
 
 def _reader(raw: BinaryIO, bar) -> BinaryIO:

@@ -10,17 +10,20 @@ Queries go to pyoxigraph unparsed unless they need the project's checks (``shape
 process under a deadline or, for shapes that compute long before their first row, in a forked
 child (``timeout``). Writes avoid holding quads in Python where pyoxigraph can do the work: an
 INSERT DATA / DELETE DATA request is parsed by pyoxigraph and applied in one transaction, a large
-GSP POST is merged by pyoxigraph and counted by graph sizes, a load uses its bulk loader.
+GSP POST is merged by pyoxigraph and counted by graph sizes, a GSP PUT of triples is diffed by
+pyoxigraph and applied in one transaction (``replace``), a GSP DELETE or one DROP/CLEAR of one graph
+is one call, a load uses its bulk loader.
 
 Other Update requests run through the project's engine (``update``). pyoxigraph's Python API has
 no multi-statement transaction, so such a request is applied operation by operation (and undone as
 a whole if one fails): a query running meanwhile may see the state between two of its operations.
 
 A crash never leaves half a request: a write made of one pyoxigraph transaction (INSERT DATA,
-DELETE DATA, a large GSP POST, a load of bytes) is atomic in RocksDB, and a write of several (other
-Update requests, GSP PUT/POST/DELETE) journals the inverse of each step first (``journal``), so the
-store undoes it when it opens again. Only ``load`` of a file uses pyoxigraph's bulk loader, which
-has no transaction: ``cqels load`` killed midway leaves part of the file loaded.
+DELETE DATA, a large GSP POST, a GSP PUT of triples, a GSP DELETE, a load of bytes) is atomic in
+RocksDB, and a write of several (other Update requests, other GSP PUTs and POSTs) journals the
+inverse of each step first (``journal``), so the store undoes it when it opens again. Only ``load``
+of a file uses pyoxigraph's bulk loader, which has no transaction: ``cqels load`` killed midway
+leaves part of the file loaded.
 
 On disk, ``path`` is a directory the store owns: the pyoxigraph (RocksDB) database lives in
 ``path/oxigraph``, the version counters in ``path/versions.json`` and ``path/versions.log``
@@ -43,6 +46,7 @@ from typing import TypeVar
 import pyoxigraph as ox
 
 from cqels_endpoint.errors import EndpointError, GraphNotFound, StoreError
+from cqels_endpoint.query import ast
 from cqels_endpoint.query.parser import parse_query, parse_update
 from cqels_endpoint.static_store.checks import check_request, evaluation_error
 from cqels_endpoint.static_store.convert import GraphTerm, graph_name, graph_term
@@ -50,6 +54,7 @@ from cqels_endpoint.static_store.events import ChangeEvent, Observer, Observers,
 from cqels_endpoint.static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
 from cqels_endpoint.static_store.journal import UndoJournal
 from cqels_endpoint.static_store.load import bulk_load, graph_sizes, growth, parse_graph, rdf_syntax_error
+from cqels_endpoint.static_store.replace import replace_graph
 from cqels_endpoint.static_store.results import QueryResult, serialize_evaluation
 from cqels_endpoint.static_store.shape import UpdateShape, query_shape, update_shape
 from cqels_endpoint.static_store.timeout import DeadlineWriter, EvaluationFailed, evaluate_in_child, timeout_message
@@ -77,7 +82,8 @@ _MALLOC_TRIM = _malloc_trim()
 
 #: A Graph Store Protocol body of triples this large is parsed by pyoxigraph into a store, not a
 #: Python list: a POST is merged in one go and counted by graph sizes (two Rust COUNTs, ~0.2 s at
-#: 250k quads), a PUT compared with the graph it replaces quad by quad.
+#: 250k quads), a PUT (of a blank-node graph: others go to ``replace``) compared with the graph it
+#: replaces quad by quad.
 LARGE_BODY_BYTES = 4 << 20
 
 class StaticStore:
@@ -293,7 +299,7 @@ class StaticStore:
             )
             request.run()
 
-        return self._write(run, undoable=len(parsed.operations) > 1)[1]
+        return self._write(run, undoable=not _one_step(parsed.operations))[1]
 
     def put_graph(
         self, graph: str | None, data: bytes | str, media_type: str, base_iri: str | None = None
@@ -443,6 +449,8 @@ class StaticStore:
         counts as creating it: the Graph Store Protocol answers 201 then, as for a new named graph."""
         fmt = rdf_format(media_type)
         term = self._graph(graph)
+        if replace and not fmt.supports_datasets and not isinstance(term, ox.BlankNode):
+            return self._put_triples(term, _load_triples(ox.Store(), data, fmt, ox.DefaultGraph(), base_iri))
         large = not fmt.supports_datasets and len(data) >= LARGE_BODY_BYTES
         if large and not replace:
             return self._merge_large(term, data, fmt, base_iri)
@@ -460,6 +468,15 @@ class StaticStore:
             return created
 
         return self._write(write)
+
+    def _put_triples(self, term: ox.NamedNode | ox.DefaultGraph, triples: ox.Store) -> tuple[bool, ChangeEvent | None]:
+        """Replace a graph by ``triples`` (the PUT's body, parsed by pyoxigraph into the default graph
+        of an in-memory store before the lock: a bad body never waits nor writes) in one
+        transaction, its quads never in Python (``replace``)."""
+        with self._lock:
+            created = self._is_new(term)
+            counts = replace_graph(self._ox, term, triples)
+            return created, self._commit({graph_name(term): counts})
 
     def _merge_large(
         self, term: GraphTerm, data: bytes | str, fmt: ox.RdfFormat, base_iri: str | None
@@ -516,6 +533,15 @@ class StaticStore:
             return ox.NamedNode(iri)
         except ValueError as error:
             raise EndpointError(f"invalid graph IRI <{iri}> in the request's dataset: {error}", 400) from None
+
+
+def _one_step(operations: Sequence[ast.UpdateOperation]) -> bool:
+    """Whether a request needs no undoing (``WriteBatch``): one operation, and not a CLEAR/DROP of
+    ALL or NAMED graphs (one pyoxigraph call per graph: a crash between two must be undone)."""
+    if len(operations) != 1:
+        return False
+    only = operations[0]
+    return not (isinstance(only, ast.Clear | ast.Drop) and only.target.keyword in ("NAMED", "ALL"))
 
 
 def _load_triples(target: ox.Store, data: bytes | str, fmt: ox.RdfFormat, term: GraphTerm, base_iri: str | None) -> ox.Store:

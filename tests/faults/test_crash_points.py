@@ -50,6 +50,23 @@ def delete_g(store: StaticStore) -> None:
     store.delete_graph(G)
 
 
+def put_g_and_other_sharing_a_blank_node(store: StaticStore) -> None:
+    store.update(f'INSERT DATA {{ GRAPH <{G}> {{ _:shared <{EX}value> "g" . <{EX}s> <{EX}value> "kept" }} '
+                 f'GRAPH <{EX}other> {{ _:shared <{EX}value> "other" }} }}')
+
+
+def put_default_version_1(store: StaticStore) -> None:
+    store.put_graph(None, graph_version(1), "application/n-triples")
+
+
+def put_default_version_2(store: StaticStore) -> None:
+    store.put_graph(None, graph_version(2), "application/n-triples")
+
+
+def drop_all(store: StaticStore) -> None:
+    store.update("DROP ALL")
+
+
 def insert_state_a(store: StaticStore) -> None:
     store.update(
         f'INSERT DATA {{ <{EX}s> <{EX}state> "a" . <{EX}c> <{EX}count> 1 . '
@@ -96,14 +113,57 @@ def crash_everywhere(tmp_path: Path, prepare: Callable[[StaticStore], object], w
     return calls + 1
 
 
+def one_transaction(tmp_path: Path, prepare: Callable[[StaticStore], object], write: Callable[[StaticStore], object]):
+    """``write`` is one pyoxigraph call: killed before it the store is as ``prepare`` left it, and no
+    journal was needed. Returns the content (quads, named graphs) after it."""
+    prepared = tmp_path / "prepared"
+    with StaticStore(prepared) as store:
+        prepare(store)
+    before = snapshot(prepared)[:2]
+    killed = tmp_path / "killed"
+    shutil.copytree(prepared, killed)
+    assert write_killed_after(killed, write, 0) is None
+    assert snapshot(killed)[:2] == before
+    assert write_killed_after(prepared, write, NO_KILL) == 1
+    after = snapshot(prepared)[:2]
+    assert after != before, "the write must change the store"
+    return after
+
+
 @pytest.mark.slow  # the first test of the module also starts the fork server
-def test_a_killed_gsp_put_leaves_the_old_graph(tmp_path: Path) -> None:
-    tried = crash_everywhere(tmp_path, put_version_1, put_version_2)
-    assert tried >= 9  # 7 removals, one extend, and before the first
+def test_a_gsp_put_of_triples_is_one_transaction(tmp_path: Path) -> None:
+    with StaticStore(tmp_path / "expected") as store:
+        put_version_2(store)
+        expected = {q for q in store if not isinstance(q.subject, ox.BlankNode)}
+    quads, graphs = one_transaction(tmp_path, put_version_1, put_version_2)
+    assert {q for q in quads if not isinstance(q.subject, ox.BlankNode)} == expected and graphs == {G}
+    assert len(quads) == 8
 
 
-def test_a_killed_put_that_creates_a_graph_leaves_no_graph(tmp_path: Path) -> None:
-    crash_everywhere(tmp_path, put_other_graph, put_version_1)
+def test_a_put_that_creates_a_graph_is_one_transaction(tmp_path: Path) -> None:
+    assert one_transaction(tmp_path, put_other_graph, put_version_1)[1] == {G, EX + "other"}
+
+
+def test_a_put_of_the_default_graph_is_one_transaction(tmp_path: Path) -> None:
+    one_transaction(tmp_path, put_default_version_1, put_default_version_2)
+
+
+def test_a_put_leaves_a_blank_node_shared_with_another_graph(tmp_path: Path) -> None:
+    quads, _ = one_transaction(tmp_path, put_g_and_other_sharing_a_blank_node, put_version_1)
+    shared = {q.subject for q in quads if q.graph_name == ox.NamedNode(EX + "other")}
+    assert len(shared) == 1 and isinstance(next(iter(shared)), ox.BlankNode)
+    assert not any(q.subject in shared for q in quads if q.graph_name == ox.NamedNode(G))
+    assert ox.Quad(ox.NamedNode(EX + "s"), ox.NamedNode(EX + "value"), ox.Literal("shared"), ox.NamedNode(G)) in quads
+
+
+def test_a_killed_drop_all_leaves_every_graph(tmp_path: Path) -> None:
+    # DROP ALL empties one graph per call, so it is journaled like a request of several operations.
+    def prepare(store: StaticStore) -> None:
+        put_version_1(store)
+        put_other_graph(store)
+        put_default_version_1(store)
+
+    assert crash_everywhere(tmp_path, prepare, drop_all) >= 4
 
 
 def test_a_killed_multi_operation_update_leaves_the_store_as_before(tmp_path: Path) -> None:
@@ -111,22 +171,23 @@ def test_a_killed_multi_operation_update_leaves_the_store_as_before(tmp_path: Pa
     assert tried >= 8
 
 
-def test_a_killed_graph_delete_leaves_the_graph(tmp_path: Path) -> None:
-    crash_everywhere(tmp_path, put_version_1, delete_g)
+def test_a_graph_delete_is_one_transaction(tmp_path: Path) -> None:
+    # A DELETE (and a one-graph DROP/CLEAR) is one pyoxigraph call, its quads never in Python.
+    assert one_transaction(tmp_path, put_version_1, delete_g) == (frozenset(), frozenset())
 
 
 def test_a_recovery_killed_midway_recovers_on_the_next_open(tmp_path: Path) -> None:
     prepared = tmp_path / "prepared"
     with StaticStore(prepared) as store:
-        put_version_1(store)
+        insert_state_a(store)
     before = snapshot(prepared)[:2]
-    put = put_version_2
+    write = update_several_operations
     counting = tmp_path / "counting"
     shutil.copytree(prepared, counting)
-    calls = write_killed_after(counting, put, NO_KILL)
+    calls = write_killed_after(counting, write, NO_KILL)
     crashed = tmp_path / "crashed"
     shutil.copytree(prepared, crashed)
-    assert write_killed_after(crashed, put, calls) is None  # every step done, never committed
+    assert write_killed_after(crashed, write, calls) is None  # every step done, never committed
     template = tmp_path / "template"
     shutil.copytree(crashed, template)
     recovery_calls = recover_killed_after(template, NO_KILL)

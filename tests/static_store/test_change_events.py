@@ -250,7 +250,8 @@ def _data_block(draw) -> str:
 _operation = st.one_of(
     _data_block().map(lambda block: "INSERT DATA " + block),
     _data_block().map(lambda block: "DELETE DATA " + block),
-    st.sampled_from(["CLEAR DEFAULT", "CLEAR ALL", "CLEAR NAMED", f"CLEAR GRAPH <{G1}>", f"CLEAR SILENT GRAPH <{G2}>"]),
+    st.sampled_from(["CLEAR DEFAULT", "CLEAR ALL", "CLEAR NAMED", f"CLEAR GRAPH <{G1}>", f"CLEAR SILENT GRAPH <{G2}>",
+                     "DROP DEFAULT", "DROP ALL", f"DROP GRAPH <{G1}>", f"DROP SILENT GRAPH <{G2}>"]),
 )
 _request = st.lists(_operation, min_size=1, max_size=3).map(" ;\n".join)
 

@@ -106,6 +106,70 @@ def test_malformed_file_writes_nothing(store, tmp_path):
     assert len(store) == 0 and store.version == 0
 
 
+class _WritesThenFails:
+    """A pyoxigraph store whose bulk loader writes the quads before a document's first bad line and
+    then fails, as pyoxigraph's loader may (it writes as it parses, without a transaction); every
+    other call goes to the real store. ``loads`` counts its bulk loads."""
+
+    def __init__(self, store: ox.Store):
+        self._store = store
+        self.loads = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __iter__(self):
+        return iter(self._store)
+
+    def bulk_load(self, input, format, base_iri, to_graph):
+        self.loads += 1
+        good = input.read().split(b"<bad>")[0]
+        self._store.bulk_load(good, format=format, base_iri=base_iri, to_graph=to_graph)
+        line = good.count(b"\n") + 1
+        raise SyntaxError(f"Parser error at line {line} column 1: bad")
+
+
+def _failing_document(tmp_path: Path, extension: str, quads: str) -> Path:
+    path = tmp_path / f"bad.{extension}"
+    path.write_text(quads + "<bad> .\n", encoding="utf-8")
+    return path
+
+
+def test_a_load_into_empty_graphs_that_fails_midway_is_emptied_again(store, tmp_path):
+    store.update(f"CREATE GRAPH <{EX}empty> ; INSERT DATA {{ GRAPH <{EX}other> {{ <{EX}a> <{EX}p> 1 }} }}")
+    before, version = frozenset(store), store.version
+    loader = store._store = _WritesThenFails(store._store)
+    triples = _failing_document(tmp_path, "nt", f"<{EX}s> <{EX}p> <{EX}o> .\n")
+    for graph in (EX + "empty", EX + "new", None):
+        with pytest.raises(RdfSyntaxError, match="line 2"):
+            store.load(triples, graph=graph)
+    assert loader.loads == 3  # parsed once each, by the loader
+    assert frozenset(store) == before and store.version == version
+    assert store.named_graphs() == [EX + "empty", EX + "other"]
+
+
+def test_a_dataset_load_into_an_empty_store_that_fails_midway_is_emptied_again(store, tmp_path):
+    store.update(f"CREATE GRAPH <{EX}empty>")
+    loader = store._store = _WritesThenFails(store._store)
+    quads = f"<{EX}s> <{EX}p> <{EX}o> <{EX}empty> .\n<{EX}s> <{EX}p> <{EX}o> <{EX}new> .\n<{EX}s> <{EX}p> <{EX}o> .\n"
+    with pytest.raises(RdfSyntaxError, match="line 4"):
+        store.load(_failing_document(tmp_path, "nq", quads))
+    assert loader.loads == 1
+    assert len(store) == 0 and store.named_graphs() == [EX + "empty"] and store.version == 0
+
+
+def test_a_load_into_a_graph_holding_data_is_parsed_before_it_writes(store, tmp_path):
+    store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}")
+    before = frozenset(store)
+    loader = store._store = _WritesThenFails(store._store)
+    with pytest.raises(RdfSyntaxError, match="line 2"):
+        store.load(_failing_document(tmp_path, "nt", f"<{EX}s> <{EX}p> <{EX}o> .\n"))
+    assert loader.loads == 0 and frozenset(store) == before  # the first parse found the bad line
+
+
 def test_bytes_need_a_media_type(store):
     data = f'<{EX}a> <{EX}p> "1" .'.encode()
     assert counts(store.load(data, media_type="text/turtle", graph=G)) == {G: (1, 0)}

@@ -1,0 +1,63 @@
+"""`cqels load` against `oxigraph load`, same run, alternating.
+
+    python benchmarks/bulk_load.py [--triples 1000000] [--runs 3] [--oxigraph PATH] [--out benchmarks/results/bulk_load.md]
+
+The N-Quads dataset of ``endpoint.py`` (generated into its cache once) is loaded into an empty
+directory by each CLI in turn, ``--runs`` times, wall time of the whole command (``endpoint.load``);
+after each load the directory is deleted. Reported: each time, the medians and their ratio.
+Run it against the baseline by putting its checkout first on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import _endpoint_data as data
+import endpoint
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--triples", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--oxigraph", type=Path)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    oxigraph = endpoint.oxigraph_binary(args.oxigraph)
+    file = data.dataset(args.triples, endpoint.DATA_CACHE)
+    seconds: dict[str, list[float]] = {name: [] for name in endpoint.SERVERS}
+    with tempfile.TemporaryDirectory(prefix="bulk-load-") as work_dir:
+        work = Path(work_dir)
+        tools = endpoint.Tools(Path(sys.executable).parent / "cqels", oxigraph, work, False)
+        for run in range(args.runs):
+            for name in endpoint.SERVERS:
+                store = work / f"{name}-{run}"
+                seconds[name].append(endpoint.load(tools, name, file, store))
+                shutil.rmtree(store)
+    medians = {name: statistics.median(times) for name, times in seconds.items()}
+    lines = [
+        f"# `cqels load` vs `oxigraph load` {endpoint.tool_version(oxigraph)}: {args.triples:,} quads of N-Quads",
+        "",
+        f"`{' '.join(sys.argv)}`; PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; load average "
+        f"{os.getloadavg()[0]:.2f} at the end.",
+        "",
+        "| tool | loads (s) | median (s) |",
+        "|---|---|---|",
+        *(f"| {name} load | {', '.join(f'{s:.2f}' for s in seconds[name])} | {medians[name]:.2f} |" for name in seconds),
+        "",
+        f"Median cqels / oxigraph: **{medians['cqels'] / medians['oxigraph']:.2f}×**.",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
