@@ -69,7 +69,10 @@ class _Recording:
         if isinstance(build.rows, ParquetRows):
             self.large[cache_key(cache)] = build.rows
         else:
-            self.rows[cache_key(cache)] = [tuple(None if term is None else str(term) for term in row) for row in build.rows]
+            # Sorted: Spark collects a cache's rows in an order that varies from run to run, and the
+            # order the partitions receive them in is the order of the rows of their emissions.
+            rows = [tuple(None if term is None else str(term) for term in row) for row in build.rows]
+            self.rows[cache_key(cache)] = sorted(rows, key=_row_order)
         return CacheBuild([], build.engine, build.notes)
 
     def close(self) -> None:
@@ -92,6 +95,10 @@ def record_caches(algebra: n.AlgebraQuery, text: str, store, cache_engine) -> tu
     finally:
         engine.close()
     return recorder.rows, recorder.large
+
+
+def _row_order(row: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
+    return tuple((text is not None, text or "") for text in row)
 
 
 def row_partitions(plan: JobPlan, schema: tuple[str, ...], row: tuple[str | None, ...]) -> Iterable[int]:
