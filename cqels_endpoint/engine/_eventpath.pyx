@@ -33,6 +33,7 @@ import time as _time
 
 from cqels_endpoint.runtime._dictionary cimport TermDictionary
 from cqels_endpoint.runtime._feed cimport EventFeed
+from cqels_endpoint.runtime._latency cimport observe_latency
 
 cdef extern from "<time.h>" nogil:
     cdef struct timespec:
@@ -284,19 +285,7 @@ cdef class EventPath:
         self._observe(_perf_counter() - started)
 
     cdef void _observe(self, double seconds) except *:
-        """``LatencyHistogram.observe``."""
-        cdef size_t low = 0, high = self.bounds.size(), middle
-        while low < high:  # bisect_left
-            middle = (low + high) // 2
-            if self.bounds[middle] < seconds:
-                low = middle + 1
-            else:
-                high = middle
-        latency = self.latency
-        counts = self.counts
-        counts[low] += 1
-        latency.count += 1
-        latency.sum += seconds
+        observe_latency(self.latency, self.counts, self.bounds, seconds)
 
     cdef void _classify(self, EventFeed feed) except *:
         """``FanOut._classify`` of the settled (or always reached) unit of one stream."""

@@ -18,6 +18,7 @@ from libcpp.vector cimport vector
 
 from cqels_endpoint.operators._base cimport Node
 from cqels_endpoint.operators._sink cimport _SinkNode
+from cqels_endpoint.runtime._latency cimport observe_latency
 
 from cqels_endpoint.engine.emission import IdRows, new_emission
 from cqels_endpoint.query.kinds import R2S, QueryForm
@@ -58,18 +59,7 @@ cdef class _Latency:
             self.bounds.push_back(bound)
 
     cdef int observe(self, double seconds) except -1:
-        cdef size_t low = 0, high = self.bounds.size(), middle
-        while low < high:  # bisect_left
-            middle = (low + high) // 2
-            if self.bounds[middle] < seconds:
-                low = middle + 1
-            else:
-                high = middle
-        self.counts[low] += 1
-        histogram = self.histogram
-        histogram.count += 1
-        histogram.sum += seconds
-        return 0
+        return observe_latency(self.histogram, self.counts, self.bounds, seconds)
 
 
 cdef class Member:
