@@ -11,9 +11,7 @@ Run it against the baseline by putting its checkout first on ``PYTHONPATH``.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -40,23 +38,8 @@ def main() -> None:
                 store = work / f"{name}-{run}"
                 seconds[name].append(endpoint.load(tools, name, file, store))
                 shutil.rmtree(store)
-    medians = {name: statistics.median(times) for name, times in seconds.items()}
-    lines = [
-        f"# `cqels load` vs `oxigraph load` {endpoint.tool_version(oxigraph)}: {args.triples:,} quads of N-Quads",
-        "",
-        f"`{' '.join(sys.argv)}`; PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; load average "
-        f"{os.getloadavg()[0]:.2f} at the end.",
-        "",
-        "| tool | loads (s) | median (s) |",
-        "|---|---|---|",
-        *(f"| {name} load | {', '.join(f'{s:.2f}' for s in seconds[name])} | {medians[name]:.2f} |" for name in seconds),
-        "",
-        f"Median cqels / oxigraph: **{medians['cqels'] / medians['oxigraph']:.2f}×**.",
-    ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text)
+    title = f"# `cqels load` vs `oxigraph load` {endpoint.tool_version(oxigraph)}: {args.triples:,} quads of N-Quads"
+    endpoint.write_against_oxigraph(title, "| tool | loads (s) | median (s) |", "{} load", seconds, args.out)
 
 
 if __name__ == "__main__":

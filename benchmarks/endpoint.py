@@ -304,6 +304,28 @@ def oxigraph_binary(given: Path | None) -> Path:
     return binary
 
 
+def write_against_oxigraph(title: str, header: str, label: str, seconds: dict[str, list[float]], out: Path | None) -> None:
+    """Prints (and writes to ``out``) a small report of each tool's run times in seconds, by tool name
+    (``SERVERS``; ``label`` names a row, ``{}`` the tool), their medians and the cqels / oxigraph ratio."""
+    medians = {name: statistics.median(times) for name, times in seconds.items()}
+    lines = [
+        title,
+        "",
+        f"`{' '.join(sys.argv)}`; PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; load average "
+        f"{os.getloadavg()[0]:.2f} at the end.",
+        "",
+        header,
+        "|---|---|---|",
+        *(f"| {label.format(name)} | {', '.join(f'{s:.2f}' for s in times)} | {medians[name]:.2f} |" for name, times in seconds.items()),
+        "",
+        f"Median cqels / oxigraph: **{medians['cqels'] / medians['oxigraph']:.2f}×**.",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out is not None:
+        out.write_text(text)
+
+
 def tool_version(binary: Path) -> str:
     return subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
 

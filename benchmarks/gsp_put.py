@@ -16,8 +16,6 @@ subprocess inherits it).
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
 import tempfile
 import urllib.parse
@@ -66,24 +64,9 @@ def main() -> None:
         (work / "logs").mkdir()
         tools = endpoint.Tools(Path(sys.executable).parent / "cqels", oxigraph, work / "logs", False)
         results = {name: measure(tools, name, work / name, args.triples, args.shared, args.runs) for name in endpoint.SERVERS}
-    medians = {name: statistics.median(seconds) for name, seconds in results.items()}
-    lines = [
-        f"# GSP PUT replacing a {args.triples:,}-triple graph by one sharing {args.shared:.0%} of it: "
-        f"cqels vs Oxigraph server {endpoint.tool_version(oxigraph)}",
-        "",
-        f"`{' '.join(sys.argv)}`; PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; load average "
-        f"{os.getloadavg()[0]:.2f} at the end.",
-        "",
-        "| server | replacing PUTs (s) | median (s) |",
-        "|---|---|---|",
-        *(f"| {name} | {', '.join(f'{s:.2f}' for s in results[name])} | {medians[name]:.2f} |" for name in results),
-        "",
-        f"Median cqels / Oxigraph: **{medians['cqels'] / medians['oxigraph']:.2f}×**.",
-    ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text)
+    title = (f"# GSP PUT replacing a {args.triples:,}-triple graph by one sharing {args.shared:.0%} of it: "
+             f"cqels vs Oxigraph server {endpoint.tool_version(oxigraph)}")
+    endpoint.write_against_oxigraph(title, "| server | replacing PUTs (s) | median (s) |", "{}", results, args.out)
 
 
 if __name__ == "__main__":
