@@ -378,6 +378,20 @@ PROPERTY_QUERIES = [
 ]
 
 
+def write(store, kind: str, args: list) -> bool:
+    """Applies a drawn ``insert``/``delete``/``put`` step to ``store``; False for any other step."""
+    if kind in ("insert", "delete"):
+        triples = [(f"{s} <{EX}r> {o} .", g) for s, o, g in args[0]]
+        data = " ".join(t if g is None else f"GRAPH <{g}> {{ {t} }}" for t, g in triples)
+        store.update(f"{kind.upper()} DATA {{ {data} }}")
+    elif kind == "put":
+        graph, quads = args
+        store.put_graph(graph, "".join(quad_text((s, o, None)) for s, o, _ in quads), NT)
+    else:
+        return False
+    return True
+
+
 @ORACLE_SETTINGS
 @given(query=st.sampled_from(PROPERTY_QUERIES), initial=st.lists(static_quad, max_size=4), steps=st.lists(step, max_size=12))
 def test_random_static_updates_and_events_agree_with_the_oracle(query: str, initial: list, steps: list) -> None:
@@ -386,14 +400,7 @@ def test_random_static_updates_and_events_agree_with_the_oracle(query: str, init
     both = Both(engine, query)
     time = 0
     for kind, *args in steps:
-        if kind in ("insert", "delete"):
-            triples = [(f"{s} <{EX}r> {o} .", g) for s, o, g in args[0]]
-            data = " ".join(t if g is None else f"GRAPH <{g}> {{ {t} }}" for t, g in triples)
-            store.update(f"{kind.upper()} DATA {{ {data} }}")
-        elif kind == "put":
-            graph, quads = args
-            store.put_graph(graph, "".join(quad_text((s, o, None)) for s, o, _ in quads), NT)
-        else:
+        if not write(store, kind, args):
             assert engine.wait_for_caches(10)
             if kind == "push":
                 time += args[1]
@@ -437,14 +444,9 @@ def test_static_updates_interleaved_with_the_rebuild_agree_with_the_oracle(
         register(pair)
     time = 0
     for kind, *args in steps:
-        if kind in ("insert", "delete"):
-            triples = [(f"{s} <{EX}r> {o} .", g) for s, o, g in args[0]]
-            data = " ".join(t if g is None else f"GRAPH <{g}> {{ {t} }}" for t, g in triples)
-            store.update(f"{kind.upper()} DATA {{ {data} }}")
-        elif kind == "put":
-            graph, quads = args
-            store.put_graph(graph, "".join(quad_text((s, o, None)) for s, o, _ in quads), NT)
-        elif kind == "push":
+        if write(store, kind, args):
+            continue
+        if kind == "push":
             time += args[1]
             engine.push(S, f"<{EX}a{time}> <{EX}p> {args[0]} .", time=time)
             engine.push(S, f"{args[0]} <{EX}p> <{EX}a{time}> .", time=time)
