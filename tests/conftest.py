@@ -191,12 +191,13 @@ class _Running:
         # Imported here, not at the top: a broken server must fail the tests that use it, not the
         # collection of every test module under tests/.
         from cqels_endpoint.http.app import create_app
+        from cqels_endpoint.http.asgi import application
         from cqels_endpoint.http.server import serve_in_thread
         from cqels_endpoint.static_store import StaticStore
 
         self.store = StaticStore()  # in memory
         app = create_app(self.store, config)
-        base_url, self._stop = serve_in_thread(app, config.host, 0, config.threads)
+        base_url, self._stop = serve_in_thread(application(app), config.host, 0)
         self.endpoint = LiveEndpoint(base_url.rstrip("/"), self.store, config, app)
 
     def stop(self) -> None:

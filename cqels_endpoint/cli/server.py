@@ -173,6 +173,7 @@ def _interrupt(signum, frame) -> None:
 
 def _start_and_serve(config) -> int:
     from cqels_endpoint.http.app import create_app
+    from cqels_endpoint.http.asgi import application
     from cqels_endpoint.http.context import endpoint
     from cqels_endpoint.http.demo import DEMO_QUERY_NAME, DEMO_STREAM, DemoStream, curl_examples, load_demo
     from cqels_endpoint.http.queries import registry
@@ -220,10 +221,7 @@ def _start_and_serve(config) -> int:
 
         try:
             context.start()  # the SparkSession of --cache-engine spark starts while the server already answers
-            serve(
-                app, config.host, config.port, max_body_bytes=config.max_body_bytes, threads=config.threads,
-                on_listen=listening, on_stop=stopping,
-            )
+            serve(application(app), config.host, config.port, on_listen=listening, on_stop=stopping)
         except OSError as error:  # port taken, unknown host
             print(f"cqels serve: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
             return EXIT_FAILURE

@@ -1,36 +1,42 @@
 """The Flask app factory: ``create_app(store, config, engine)`` wires the blueprints to one store and
-one continuous engine.
+one continuous engine. The server runs it behind ``asgi.application(app)``, which answers the hot
+routes natively (marked *native*) and hands every other request to Flask.
 
 | path | verbs | module |
 |---|---|---|
-| ``/query``, ``/sparql`` | GET, POST | ``query.py`` — SPARQL 1.1 Protocol query |
-| ``/update`` | POST | ``update.py`` — SPARQL 1.1 Protocol update |
+| ``/query``, ``/sparql`` | GET, POST | ``query.py`` — SPARQL 1.1 Protocol query (its plain forms *native*) |
+| ``/update`` | POST | ``update.py`` — SPARQL 1.1 Protocol update (its plain form *native*) |
 | ``/store``, ``/store/…`` | GET HEAD PUT POST DELETE | ``graph_store.py`` — Graph Store Protocol |
-| ``/streams/{name}``, ``/streams``, ``/streams/{name}/clock`` | POST GET DELETE | ``streams.py`` — push, list, reset a clock |
-| ``/queries/{name}/results`` | GET | ``results.py`` — emissions as Server-Sent Events or NDJSON |
+| ``/streams/{name}``, ``/streams``, ``/streams/{name}/clock`` | POST GET DELETE | ``streams.py`` — push (*native*), list, reset a clock |
+| ``/queries/{name}/results`` | GET HEAD | ``results.py`` — emissions as Server-Sent Events or NDJSON (*native*) |
 | ``/queries``, ``/queries/{name}``, ``/queries/{name}/instances`` | GET PUT DELETE POST | ``queries.py`` — stored queries, parameters, instances |
 | ``/``, ``/console/…`` | GET | ``console.py`` — the web console |
-| ``/health`` | GET | here |
+| ``/health`` | GET HEAD | ``asgi.py`` (*native*) |
 | ``/metrics`` | GET | ``metrics.py`` — Prometheus text exposition |
 
 Errors are JSON (``errors.py``); writes need the bearer token when one is configured and are refused
-in read-only mode (``auth.py``); CORS headers only for configured origins (``cors.py``).
+in read-only mode (``auth.py``); CORS headers only for configured origins (``cors.py``, around the
+ASGI app).
 """
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify
+from flask import Flask
+from werkzeug.routing import Rule
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine, Limits
 from cqels_endpoint.engine.registry import FILE_NAME as QUERIES_FILE
-from cqels_endpoint.http import console, fast, graph_store, metrics, queries, query, results, streams, update
+from cqels_endpoint.http import console, graph_store, metrics, queries, query, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
-from cqels_endpoint.http.cors import CorsMiddleware
 from cqels_endpoint.http.errors import register_error_handlers
 from cqels_endpoint.spark import cache_engine
 from cqels_endpoint.spark.job import SparkCacheEngine
 from cqels_endpoint.static_store import StaticStore
+
+#: The routes ``asgi.py`` answers and Flask never sees, in Flask's URL map all the same: a request
+#: with another method gets the 405 naming the allowed ones, as on every route.
+NATIVE_ROUTES = (("/streams/<path:name>", "POST"), ("/queries/<path:name>/results", "GET"), ("/health", "GET"))
 
 
 def create_app(store: StaticStore, config: ServerConfig | None = None, engine: Engine | None = None) -> Flask:
@@ -51,18 +57,15 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
     app.url_map.strict_slashes = False
     app.extensions[EXTENSION] = _endpoint(store, config, engine)
     register_error_handlers(app)
+    for path, method in NATIVE_ROUTES:
+        app.url_map.add(Rule(path, methods=[method], endpoint=f"native {path}", merge_slashes=False))
     app.register_blueprint(query.blueprint)
     app.register_blueprint(update.blueprint)
     app.register_blueprint(graph_store.blueprint)
     app.register_blueprint(metrics.blueprint)
     app.register_blueprint(streams.blueprint)
-    app.register_blueprint(results.blueprint)
     app.register_blueprint(queries.blueprint)
     app.register_blueprint(console.blueprint)
-    app.add_url_rule("/health", "health", _health, methods=["GET"])
-    fast.install(app, store, config)
-    if config.cors_origins:  # outermost: it answers preflights and marks the fast path's answers too
-        app.wsgi_app = CorsMiddleware(app.wsgi_app, config.cors_origins)
     # The stored queries start again now, before the app serves its first event.
     queries.install(app, endpoint(app).engine, None if config.memory else config.data_dir / QUERIES_FILE)
     return app
@@ -87,8 +90,3 @@ def _endpoint(store: StaticStore, config: ServerConfig, engine: Engine | None) -
         dialect=config.dialect,
     )
     return Endpoint(store, config, engine, spark=caches.session_holder if isinstance(caches, SparkCacheEngine) else None)
-
-
-def _health() -> Response:
-    # Constant time, for load balancers polling it: the quad count is on /metrics.
-    return jsonify({"status": "ok", "version": endpoint().store.version})

@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 from flask import Response, abort, request
 
+from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.errors import forbidden, unauthorized
+from cqels_endpoint.http.errors import HttpError, error_response
 
 READ_ONLY_MESSAGE = (
     "this server is read-only (started with --read-only): {method} {path} would write and is refused; "
@@ -39,14 +40,23 @@ def denial_reason(authorization: str | None, token: str | None) -> tuple[str, bo
 
 def write_denial() -> Response | None:
     """The 403 (read-only server) or 401 response for the current request, or None when it may write."""
-    config = endpoint().config
+    denied = write_refusal(endpoint().config, request.method, request.path, request.headers.get("Authorization"))
+    if denied is None:
+        return None
+    return error_response(denied.status, denied.message, headers=denied.headers)
+
+
+def write_refusal(config: ServerConfig, method: str, path: str, authorization: str | None) -> HttpError | None:
+    """Why a write request (``method path`` with this ``Authorization``) is refused: 403 on a
+    read-only server, 401 with its challenge without the token; None when it may write."""
     if config.read_only:
-        return forbidden(READ_ONLY_MESSAGE.format(method=request.method, path=request.path))
-    reason = denial_reason(request.headers.get("Authorization"), config.auth_token)
+        return HttpError(403, READ_ONLY_MESSAGE.format(method=method, path=path))
+    reason = denial_reason(authorization, config.auth_token)
     if reason is None:
         return None
     message, invalid_token = reason
-    return unauthorized(message, invalid_token=invalid_token)
+    challenge = 'Bearer realm="cqels"' + (', error="invalid_token"' if invalid_token else "")
+    return HttpError(401, message, headers={"WWW-Authenticate": challenge})
 
 
 def require_write_access() -> None:

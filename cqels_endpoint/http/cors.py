@@ -2,7 +2,7 @@
 
 Without ``cors_origins`` the server sends no CORS header at all: a web page from another origin
 cannot read its answers. With them (``cqels serve --cors-origin https://app.example.org``, or ``*``
-for any origin), ``CorsMiddleware`` wraps the whole WSGI app (the fast path too) and
+for any origin), ``CorsMiddleware`` wraps the whole ASGI app (``asgi.py``'s native routes and Flask's) and
 
 - answers a preflight (``OPTIONS`` with ``Origin`` and ``Access-Control-Request-Method``) itself:
   204 with the allowed methods and request headers for an allowed origin, a JSON 403 naming the
@@ -27,7 +27,7 @@ PREFLIGHT_MAX_AGE_S = 600
 
 
 class CorsMiddleware:
-    """WSGI middleware answering CORS for ``origins`` (``"*"`` among them: any origin)."""
+    """ASGI middleware answering CORS for ``origins`` (``"*"`` among them: any origin) in front of ``app``."""
 
     def __init__(self, app: Callable, origins: Iterable[str]):
         self._app = app
@@ -39,33 +39,42 @@ class CorsMiddleware:
             return "*"
         return origin if origin.rstrip("/") in self._origins else None
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        origin = environ.get("HTTP_ORIGIN")
+    def close(self) -> None:
+        self._app.close()
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self._app(scope, receive, send)
+        headers = dict(scope["headers"])
+        origin = headers.get(b"origin")
+        origin = None if origin is None else origin.decode("latin-1")
         allow = None if origin is None else self.allowed(origin)
-        if origin is not None and environ.get("REQUEST_METHOD") == "OPTIONS" and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ:
-            return self._preflight(origin, allow, start_response)
+        if origin is not None and scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
+            return await self._preflight(origin, allow, send)
+        added = [(b"vary", b"Origin")]
+        if allow is not None:
+            added += [(b"access-control-allow-origin", allow.encode()), (b"access-control-expose-headers", EXPOSED_HEADERS.encode())]
 
-        def add_headers(status: str, headers: list[tuple[str, str]], exc_info=None):
-            headers = [*headers, ("Vary", "Origin")]
-            if allow is not None:
-                headers += [("Access-Control-Allow-Origin", allow), ("Access-Control-Expose-Headers", EXPOSED_HEADERS)]
-            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *added]}
+            await send(message)
 
-        return self._app(environ, add_headers)
+        await self._app(scope, receive, send_with_headers)
 
-    def _preflight(self, origin: str, allow: str | None, start_response: Callable) -> list[bytes]:
+    async def _preflight(self, origin: str, allow: str | None, send: Callable) -> None:
         if allow is None:
             message = f"origin {origin!r} may not call this server; it allows {', '.join(sorted(self._origins))} (--cors-origin)"
             body = json.dumps({"error": message, "line": None, "column": None}).encode()
-            start_response("403 FORBIDDEN", [
-                ("Content-Type", "application/json"), ("Content-Length", str(len(body))), ("Vary", "Origin"),
-            ])
-            return [body]
-        start_response("204 NO CONTENT", [
-            ("Access-Control-Allow-Origin", allow),
-            ("Access-Control-Allow-Methods", ALLOWED_METHODS),
-            ("Access-Control-Allow-Headers", ALLOWED_HEADERS),
-            ("Access-Control-Max-Age", str(PREFLIGHT_MAX_AGE_S)),
-            ("Vary", "Origin"),
-        ])
-        return []
+            await send({"type": "http.response.start", "status": 403, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"vary", b"Origin"),
+            ]})
+            return await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.start", "status": 204, "headers": [
+            (b"access-control-allow-origin", allow.encode()),
+            (b"access-control-allow-methods", ALLOWED_METHODS.encode()),
+            (b"access-control-allow-headers", ALLOWED_HEADERS.encode()),
+            (b"access-control-max-age", str(PREFLIGHT_MAX_AGE_S).encode()),
+            (b"vary", b"Origin"),
+        ]})
+        await send({"type": "http.response.body", "body": b""})

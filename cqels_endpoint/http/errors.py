@@ -1,15 +1,17 @@
 """JSON error responses: one named helper per status, and the handlers that map exceptions to them.
 
 Every error body is ``{"error": message, "line": n | null, "column": n | null}``. Handlers either
-``return`` a helper's response or, from deeper down, ``abort(helper(...))``. Exceptions the engine
+``return`` a helper's response or, from deeper down, raise ``HttpError`` (the native routes of
+``asgi.py`` too) or ``abort(helper(...))``. Exceptions the engine
 raises on purpose map to a 4xx here; anything else is a bug: logged with its traceback, answered
 with a JSON 500.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
@@ -43,15 +45,6 @@ def bad_request(message: str, line: int | None = None, column: int | None = None
     return error_response(400, message, line=line, column=column)
 
 
-def unauthorized(message: str, *, invalid_token: bool) -> Response:
-    challenge = 'Bearer realm="cqels"' + (', error="invalid_token"' if invalid_token else "")
-    return error_response(401, message, headers={"WWW-Authenticate": challenge})
-
-
-def forbidden(message: str) -> Response:
-    return error_response(403, message)
-
-
 def not_found(message: str) -> Response:
     return error_response(404, message)
 
@@ -64,71 +57,106 @@ def method_not_allowed(method: str, path: str, allowed: Iterable[str]) -> Respon
 
 
 def not_acceptable(accept: str | None, offered: Iterable[str]) -> Response:
-    return error_response(
-        406, f"cannot answer in any type the request accepts ({accept!r}); available: {', '.join(offered)}"
-    )
+    return error_response(406, not_acceptable_message(accept, offered))
+
+
+def not_acceptable_message(accept: str | None, offered: Iterable[str]) -> str:
+    return f"cannot answer in any type the request accepts ({accept!r}); available: {', '.join(offered)}"
 
 
 def payload_too_large(limit_bytes: int | None) -> Response:
+    return error_response(413, too_large_message(limit_bytes))
+
+
+def too_large_message(limit_bytes: int | None) -> str:
     limit = f"{limit_bytes / (1024 * 1024):g} MiB" if limit_bytes else "the configured limit"
-    return error_response(413, f"request body larger than {limit}; raise --max-body-mb or send less")
+    return f"request body larger than {limit}; raise --max-body-mb or send less"
 
 
 def unsupported_media_type(content_type: str | None, accepted: Iterable[str]) -> Response:
+    return error_response(415, unsupported_message(content_type, accepted))
+
+
+def unsupported_message(content_type: str | None, accepted: Iterable[str]) -> str:
     given = f"Content-Type {content_type!r}" if content_type else "a request without Content-Type"
-    return error_response(415, f"cannot read {given}; send one of: {', '.join(accepted)}")
+    return f"cannot read {given}; send one of: {', '.join(accepted)}"
 
 
 def service_unavailable(message: str) -> Response:
     return error_response(503, message)
 
 
-def internal_error() -> Response:
-    return error_response(500, "internal server error; the server log has the details")
+INTERNAL_ERROR = "internal server error; the server log has the details"
+
+
+
+class HttpError(Exception):
+    """A request refused with a JSON error, raised where the answer is decided: by the Flask routes
+    (an error handler renders it) and by the native routes of ``asgi.py`` alike."""
+
+    def __init__(
+        self, status: int, message: str, *, line: int | None = None, column: int | None = None, headers: dict | None = None
+    ):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.line = line
+        self.column = column
+        self.headers = headers or {}
+
+    def body(self) -> bytes:
+        # As Flask's jsonify writes it, so both kinds of route answer byte for byte alike.
+        return json.dumps({"error": self.message, "line": self.line, "column": self.column}, separators=(",", ":")).encode() + b"\n"
+
+
+def _located(status: int) -> Callable[[Exception], HttpError]:
+    return lambda error: HttpError(status, str(error), line=error.line, column=error.column)
+
+
+def _plain(status: int) -> Callable[[Exception], HttpError]:
+    return lambda error: HttpError(status, str(error))
+
+
+def _store_failure(error: Exception) -> HttpError:
+    # The store's own failures on a well-formed request (a full disk, a corrupt database) are the
+    # server's problem, but still reported as JSON and logged.
+    log.error("store failure: %s", error, exc_info=error)
+    return HttpError(500, f"store failure: {error}")
+
+
+#: The exceptions raised on purpose and their answers, most specific first. ``UpdateError`` is the
+#: request's fault (CREATE of an existing graph, DROP of a missing one, a failed LOAD).
+ERROR_ANSWERS: tuple[tuple[type[Exception], Callable[[Exception], HttpError]], ...] = (
+    (HttpError, lambda error: error),
+    (QuerySyntaxError, _located(400)),
+    (RdfSyntaxError, _located(400)),
+    (UpdateError, _located(400)),
+    (GraphNotFound, _plain(404)),
+    (UnsupportedMediaType, _plain(415)),
+    (RemoteAccessError, _plain(403)),
+    (QueryTimeoutError, _plain(503)),
+    (EndpointError, lambda error: HttpError(error.status, str(error))),
+    (StoreError, _store_failure),
+)
+
+
+def http_error(error: Exception) -> HttpError:
+    """The answer to ``error``: its entry of ``ERROR_ANSWERS``, else a logged JSON 500 (a bug)."""
+    for kind, answer in ERROR_ANSWERS:
+        if isinstance(error, kind):
+            return answer(error)
+    log.error("unhandled error while serving a request", exc_info=error)
+    return HttpError(500, INTERNAL_ERROR)
+
+
+def _rendered(error: HttpError) -> Response:
+    return error_response(error.status, error.message, line=error.line, column=error.column, headers=error.headers)
 
 
 def register_error_handlers(app: Flask) -> None:
-    """Map the engine's exceptions and werkzeug's HTTP errors to JSON responses."""
-
-    @app.errorhandler(QuerySyntaxError)
-    def _syntax(error: QuerySyntaxError) -> Response:
-        return error_response(400, str(error), line=error.line, column=error.column)
-
-    @app.errorhandler(RdfSyntaxError)
-    def _rdf_syntax(error: RdfSyntaxError) -> Response:
-        return error_response(400, str(error), line=error.line, column=error.column)
-
-    @app.errorhandler(UpdateError)
-    def _update(error: UpdateError) -> Response:
-        # CREATE of an existing graph, DROP of a missing one, a failed LOAD: the request's fault.
-        return error_response(400, str(error), line=error.line, column=error.column)
-
-    @app.errorhandler(GraphNotFound)
-    def _graph_not_found(error: GraphNotFound) -> Response:
-        return not_found(str(error))
-
-    @app.errorhandler(UnsupportedMediaType)
-    def _media_type(error: UnsupportedMediaType) -> Response:
-        return error_response(415, str(error))
-
-    @app.errorhandler(RemoteAccessError)
-    def _remote(error: RemoteAccessError) -> Response:
-        return forbidden(str(error))
-
-    @app.errorhandler(QueryTimeoutError)
-    def _timeout(error: QueryTimeoutError) -> Response:
-        return service_unavailable(str(error))
-
-    @app.errorhandler(EndpointError)
-    def _endpoint(error: EndpointError) -> Response:
-        return error_response(error.status, str(error))
-
-    @app.errorhandler(StoreError)
-    def _store(error: StoreError) -> Response:
-        # The store's own failures on a well-formed request (a full disk, a corrupt database) are
-        # the server's problem, but still reported as JSON and logged.
-        log.error("store failure: %s", error, exc_info=error)
-        return error_response(500, f"store failure: {error}")
+    """Map the engine's exceptions (``ERROR_ANSWERS``) and werkzeug's HTTP errors to JSON responses."""
+    for kind, _ in ERROR_ANSWERS:
+        app.register_error_handler(kind, lambda error: _rendered(http_error(error)))
 
     @app.errorhandler(HTTPException)
     def _http(error: HTTPException) -> Response:
@@ -143,5 +171,4 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def _bug(error: Exception) -> Response:
-        log.exception("unhandled error while serving a request")
-        return internal_error()
+        return _rendered(http_error(error))

@@ -2,7 +2,7 @@
 
 werkzeug's ``request.args``/``request.form`` replace undecodable bytes silently; the SPARQL
 Protocol wants such requests refused, so parameters are parsed here with ``errors="strict"``.
-Every helper aborts with a JSON 4xx (see ``errors.py``) instead of returning a bad value.
+Every helper raises ``HttpError`` (a JSON 4xx, see ``errors.py``) instead of returning a bad value.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import re
 from functools import lru_cache
 from urllib.parse import parse_qsl, urljoin
 
-from flask import abort, request
+from flask import request
 from werkzeug.datastructures import FileStorage
+from werkzeug.http import parse_options_header
 from werkzeug.sansio.utils import get_current_url
 
-from cqels_endpoint.http.errors import bad_request, unsupported_media_type
+from cqels_endpoint.http.errors import HttpError, unsupported_message
 
 Params = dict[str, list[str]]
 
@@ -29,7 +30,7 @@ def _parse(text: str, where: str) -> Params:
     try:
         pairs = parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
-        abort(bad_request(f"the {where} has percent-encoded bytes that are not UTF-8"))
+        raise HttpError(400, f"the {where} has percent-encoded bytes that are not UTF-8") from None
     params: Params = {}
     for name, value in pairs:
         params.setdefault(name, []).append(value)
@@ -50,10 +51,15 @@ def base_iri_of(scheme: str, host: str, root_path: str, path: str) -> str:
 
 def url_params() -> Params:
     """The parameters of the request URL's query string."""
+    return query_params(request.query_string)
+
+
+def query_params(query_string: bytes) -> Params:
+    """The parameters of a raw query string."""
     try:
-        text = request.query_string.decode("utf-8")
+        text = query_string.decode("utf-8")
     except UnicodeDecodeError:
-        abort(bad_request("the query string is not UTF-8"))
+        raise HttpError(400, "the query string is not UTF-8") from None
     return _parse(text, "query string")
 
 
@@ -61,8 +67,13 @@ def check_utf8_charset(accepted: list[str], part: FileStorage | None = None) -> 
     """Refuse a body (or one ``part`` of a multipart body) whose declared charset is not UTF-8
     (the protocols allow nothing else)."""
     body = request if part is None else part
-    if not is_utf8_charset(body.mimetype_params.get("charset")):
-        abort(unsupported_media_type(body.content_type, accepted))
+    check_charset(body.content_type, accepted)
+
+
+def check_charset(content_type: str | None, accepted: list[str]) -> None:
+    """Refuse a body of ``content_type`` whose declared charset is not UTF-8."""
+    if not is_utf8_charset(parse_options_header(content_type)[1].get("charset")):
+        raise HttpError(415, unsupported_message(content_type, accepted))
 
 
 def is_utf8_charset(charset: str | None) -> bool:
@@ -72,10 +83,15 @@ def is_utf8_charset(charset: str | None) -> bool:
 
 def body_text(what: str) -> str:
     """The request body decoded as UTF-8."""
+    return decoded(request.get_data(cache=True), what)
+
+
+def decoded(body: bytes, what: str) -> str:
+    """``body`` decoded as UTF-8 (``what`` it holds names it in the 400 otherwise)."""
     try:
-        return request.get_data(cache=True).decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as error:
-        abort(bad_request(f"the {what} in the request body is not UTF-8 (byte {error.start})"))
+        raise HttpError(400, f"the {what} in the request body is not UTF-8 (byte {error.start})") from None
 
 
 def form_params() -> Params:
@@ -95,14 +111,14 @@ def single(params: Params, name: str, hint: str) -> str | None:
     """The one value of ``name``, None if absent; 400 when it is given more than once."""
     values = params.get(name, [])
     if len(values) > 1:
-        abort(bad_request(f"the {name} parameter is given {len(values)} times; {hint}"))
+        raise HttpError(400, f"the {name} parameter is given {len(values)} times; {hint}")
     return values[0] if values else None
 
 
 def iri(value: str, name: str) -> str:
     """``value`` checked as an absolute IRI (the value of parameter ``name``)."""
     if not _ABSOLUTE_IRI.match(value):
-        abort(bad_request(f"{name}={value!r} is not an absolute IRI (like http://example.org/graph)"))
+        raise HttpError(400, f"{name}={value!r} is not an absolute IRI (like http://example.org/graph)")
     return value
 
 
@@ -114,7 +130,7 @@ def iris(params: Params, name: str) -> list[str]:
 def resolve_iri(value: str, name: str) -> str:
     """A graph IRI from ``?graph=``: relative references resolve against the request URL."""
     if not value.strip():
-        abort(bad_request(f"{name}= is empty; give the graph IRI"))
+        raise HttpError(400, f"{name}= is empty; give the graph IRI")
     if not _ABSOLUTE_IRI.match(value):
         value = urljoin(base_iri(), value)
     return iri(value, name)
@@ -132,18 +148,18 @@ def operation_and_params(name: str, direct_media_type: str) -> tuple[str, Params
     if request.method == "GET":
         text = single(from_url, name, twice)
         if text is None:
-            abort(bad_request(f"no {name}: send ?{name}=… or POST it as {direct_media_type}"))
+            raise HttpError(400, f"no {name}: send ?{name}=… or POST it as {direct_media_type}")
         return text, from_url
     if request.mimetype == FORM:
         check_utf8_charset(accepted)
         params = merged(from_url, form_params())
         text = single(params, name, twice)
         if text is None:
-            abort(bad_request(f"the form has no {name}= field"))
+            raise HttpError(400, f"the form has no {name}= field")
         return text, params
     if request.mimetype == direct_media_type:
         check_utf8_charset(accepted)
         if name in from_url:
-            abort(bad_request(f"the {name} parameter is given in the URL and as the body; {twice}"))
+            raise HttpError(400, f"the {name} parameter is given in the URL and as the body; {twice}")
         return body_text(name), from_url
-    abort(unsupported_media_type(request.content_type, accepted))
+    raise HttpError(415, unsupported_message(request.content_type, accepted))

@@ -1,4 +1,5 @@
-"""``GET /queries/{name}/results``: a registered query's emissions as they happen.
+"""``GET /queries/{name}/results``: a registered query's emissions as they happen (answered natively
+by ``asgi.py``: a stream waits on the event loop, holding no thread).
 
 Two framings, chosen by ``Accept``:
 
@@ -35,23 +36,22 @@ to it afterwards gets a 409 naming the reason (until it is deleted and stored ag
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import pyoxigraph as ox
-from flask import Blueprint, Response, request
 
 from cqels_endpoint.engine import UnknownQueryError
-from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.errors import bad_request, error_response, not_acceptable, not_found
+from cqels_endpoint.http.context import Endpoint
+from cqels_endpoint.http.errors import HttpError, not_acceptable_message
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
-from cqels_endpoint.http.server import CLOSE_CONNECTION
+from cqels_endpoint.http.params import query_params, single
 from cqels_endpoint.http.subscriptions import FAILED, Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
 from cqels_endpoint.static_store import GRAPH_FORMATS, MediaFormat
-
-blueprint = Blueprint("results", __name__)
 
 EVENT_STREAM = "text/event-stream"
 NDJSON = "application/x-ndjson"
@@ -64,51 +64,51 @@ TRIPLE_FORMATS: tuple[MediaFormat, ...] = tuple(
     if fmt.syntax == syntax
 )
 
-# How often an idle stream checks that its client is still connected (seconds).
-_POLL_S = 1.0
-# How long a dropped subscriber's thread gets to end its response before its connection is closed
-# under it (it may be stuck in a write to a client that stopped reading).
-_DROP_GRACE_S = 2.0
+@dataclass
+class Opened:
+    """The answer to a results request before its body: the headers, and for a GET the stream."""
+
+    headers: list[tuple[str, str]]
+    stream: ResultStream | None
 
 
-@blueprint.get("/queries/<path:name>/results")
-def results(name: str) -> Response:
-    context = endpoint()
-    ndjson = _wants_ndjson(request.headers.get("Accept"))
-    try:
-        after = _last_event_id()
-    except ValueError as error:
-        return bad_request(str(error))
+def open_results(context: Endpoint, name: str, method: str, accept: str | None, last_event_id: str | None,
+                 query_string: bytes) -> Opened:
+    """Check a ``GET``/``HEAD /queries/{name}/results`` request (``HttpError`` when refused) and,
+    for a GET, subscribe; the caller runs ``stream`` (answered natively by ``asgi.py``)."""
+    ndjson = _wants_ndjson(accept)
+    params = query_params(query_string)
+    after = _last_event_id(last_event_id, single(params, "last-event-id", "give one event id"))
     subscriptions = context.subscriptions
     try:
         hub = subscriptions.hub(name)
     except UnknownQueryError as error:
         failed = context.engine.failed.get(name)
         if failed is not None:
-            return error_response(409, f"query {name!r} failed: {failed.failure}; DELETE it and PUT it again to restart it")
-        return not_found(f"{error.args[0]}; register it with PUT /queries/{{name}}")
+            raise HttpError(409, f"query {name!r} failed: {failed.failure}; DELETE it and PUT it again to restart it") from None
+        raise HttpError(404, f"{error.args[0]}; register it with PUT /queries/{{name}}") from None
+    format_name = single(params, "format", "give one syntax")
     triple_format = None
     if hub.query.form == "CONSTRUCT":
-        triple_format = _triple_format()
-        if isinstance(triple_format, Response):
-            return triple_format
-    elif request.args.get("format") is not None:
-        return bad_request(
-            f"format={request.args['format']}: ?format= chooses the syntax of CONSTRUCT triples, and query "
+        triple_format = _triple_format(format_name, accept)
+    elif format_name is not None:
+        raise HttpError(400,
+            f"format={format_name}: ?format= chooses the syntax of CONSTRUCT triples, and query "
             f"{name!r} is a {hub.query.form}, whose emissions are SPARQL JSON"
         )
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy may hold events back
     content_type = f"{NDJSON}; charset=utf-8" if ndjson else f"{EVENT_STREAM}; charset=utf-8"
-    if request.method == "HEAD":
-        return Response(status=200, headers=headers, content_type=content_type)
+    # No proxy may hold events back.
+    headers = [("Content-Type", content_type), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+    if method == "HEAD":
+        return Opened(headers, None)
     subscriber, replay, gap = hub.subscribe(after)
     if gap is not None:
-        headers["Cqels-Replay-Gap"] = f"{gap.first}-{gap.last}"
+        headers.append(("Cqels-Replay-Gap", f"{gap.first}-{gap.last}"))
     render = render_with(_ndjson_line if ndjson else _sse_event, triple_format)
     key = (ndjson, None if triple_format is None else triple_format.media_type)
-    stream = _Stream(subscriptions, hub, subscriber, request.environ, context.config.keepalive_s)
-    body = stream.run(replay, gap, after, lambda entry: entry.rendered(key, render), ndjson)
-    return Response(body, status=200, headers=headers, content_type=content_type)
+    stream = ResultStream(subscriptions, hub, subscriber, context.config.keepalive_s, replay, gap, after,
+                          lambda entry: entry.rendered(key, render), ndjson)
+    return Opened(headers, stream)
 
 
 def render_with(frame: Callable[[str, int], bytes], triple_format: MediaFormat | None) -> Callable[[Entry], bytes]:
@@ -148,31 +148,51 @@ def _comment(text: str) -> bytes:
     return "".join(f": {line}\n" for line in text.splitlines()).encode() + b"\n"
 
 
-class _Stream:
-    """The body of one results response, run in the request's thread."""
+class ResultStream:
+    """The body of one results response: ``chunks`` yields its bytes as they come, on the server's
+    event loop; the engine's thread wakes it (``Subscriber.wake``)."""
 
-    def __init__(self, subscriptions: Subscriptions, hub: QueryHub, subscriber: Subscriber, environ: dict, keepalive_s: float):
+    def __init__(self, subscriptions: Subscriptions, hub: QueryHub, subscriber: Subscriber, keepalive_s: float,
+                 replay: list[Entry], gap: Gap | None, after: int | None, render: Callable[[Entry], bytes], ndjson: bool):
         self.subscriptions = subscriptions
         self.hub = hub
         self.subscriber = subscriber
         self.keepalive_s = keepalive_s
-        self.disconnected: Callable[[], bool] = environ.get("waitress.client_disconnected", lambda: False)
-        self._close_connection: Callable[[], None] | None = environ.get(CLOSE_CONNECTION)
-        self._finished = False
-        subscriber.on_drop = self._on_drop
+        self._replay = replay
+        self._gap = gap
+        self._after = after
+        self._render = render
+        self._ndjson = ndjson
+        self._gone = False
+        self._woken = asyncio.Event()  # bound to the loop that first waits on it
 
-    def run(self, replay: list[Entry], gap: Gap | None, after: int | None, render: Callable[[Entry], bytes], ndjson: bool) -> Iterator[bytes]:
+    def client_gone(self) -> None:
+        """The client hung up (on the stream's event loop): ``chunks`` ends."""
+        self._gone = True
+        self._woken.set()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The response's bytes until the subscription ends or the client is gone."""
+        loop = asyncio.get_running_loop()
+        woken = self._woken
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: so is this stream
+                loop.call_soon_threadsafe(woken.set)
+
+        self.subscriber.wake = wake
+        ndjson = self._ndjson
         try:
             # The first write sends the headers: the client knows it is subscribed from here on.
-            # NDJSON has no comments, so it opens with a keep-alive (an empty line): waitress sends
-            # nothing, headers included, for an empty write.
-            yield b"\n" if ndjson else _comment(self._greeting(gap, after))
-            for entry in replay:
-                yield render(entry)
+            # NDJSON has no comments, so it opens with a keep-alive (an empty line).
+            yield b"\n" if ndjson else _comment(self._greeting())
+            for entry in self._replay:
+                yield self._render(entry)
             last_write = time.monotonic()
             while True:
+                woken.clear()
                 try:
-                    entry = self.subscriber.next(timeout=_POLL_S)
+                    entry = self.subscriber.next(timeout=0)
                 except SubscriptionEnded as ended:
                     if ended.reason == FAILED:
                         yield _error(self.hub.name, ended.message, ndjson)
@@ -180,19 +200,24 @@ class _Stream:
                         yield _comment(f"stream ended by the server: {ended.message}")
                     return
                 if entry is not None:
-                    yield render(entry)
+                    yield self._render(entry)
                     last_write = time.monotonic()
                     continue
-                if self.disconnected():
+                if self._gone:
                     return
-                if time.monotonic() - last_write >= self.keepalive_s:
+                idle = self.keepalive_s - (time.monotonic() - last_write)
+                if idle <= 0:
                     yield b"\n" if ndjson else b": keep-alive\n\n"
                     last_write = time.monotonic()
+                    continue
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(woken.wait(), idle)
         finally:
-            self._finished = True
+            self.subscriber.wake = None
             self.subscriber.close()
 
-    def _greeting(self, gap: Gap | None, after: int | None) -> str:
+    def _greeting(self) -> str:
+        gap, after = self._gap, self._after
         lines = [f"subscribed to query {self.hub.name}; last emission {self.hub.last_seq}"]
         if gap is not None:
             lines.append(
@@ -205,18 +230,6 @@ class _Stream:
                 "(the query was registered anew?); sending new emissions only"
             )
         return "\n".join(lines)
-
-    def _on_drop(self) -> None:
-        # Called by the hub, inside the engine's push: only schedule the forced close.
-        if self._close_connection is None:
-            return
-        timer = threading.Timer(_DROP_GRACE_S, self._force_close)
-        timer.daemon = True
-        timer.start()
-
-    def _force_close(self) -> None:
-        if not self._finished:
-            self._close_connection()
 
 
 def _wants_ndjson(accept: str | None) -> bool:
@@ -235,28 +248,24 @@ def _wants_ndjson(accept: str | None) -> bool:
     return quality(NDJSON) > quality(EVENT_STREAM)
 
 
-def _last_event_id() -> int | None:
-    raw = request.headers.get("Last-Event-ID")
-    source = "the Last-Event-ID header"
+def _last_event_id(header: str | None, param: str | None) -> int | None:
+    raw, source = header, "the Last-Event-ID header"
     if raw is None:
-        raw = request.args.get("last-event-id")
-        source = "last-event-id"
+        raw, source = param, "last-event-id"
     if raw is None or not raw.strip():
         return None
     value = raw.strip()
     if not value.isdigit():
-        msg = f"{source} must be the id of an event of this stream (a number like 42), not {raw!r}"
-        raise ValueError(msg)
+        raise HttpError(400, f"{source} must be the id of an event of this stream (a number like 42), not {raw!r}")
     return int(value)
 
 
-def _triple_format() -> MediaFormat | Response:
+def _triple_format(name: str | None, accept: str | None) -> MediaFormat:
     """The syntax of CONSTRUCT triples: ``?format=``, else an RDF syntax ``Accept`` names, else N-Triples."""
-    name = request.args.get("format")
     if name is not None:
         fmt = by_name(TRIPLE_FORMATS, name)
         if fmt is None:
-            return not_acceptable(f"format={name}", [", ".join(f.names) for f in TRIPLE_FORMATS])
+            raise HttpError(406, not_acceptable_message(f"format={name}", [", ".join(f.names) for f in TRIPLE_FORMATS]))
         return fmt
     # "text/event-stream" or "application/x-ndjson" alone name no RDF syntax: the default then.
-    return choose(TRIPLE_FORMATS, request.headers.get("Accept")) or TRIPLE_FORMATS[0]
+    return choose(TRIPLE_FORMATS, accept) or TRIPLE_FORMATS[0]

@@ -1,175 +1,131 @@
-"""Serving the app with waitress: in the foreground for ``cqels serve``, or in a thread for tests.
+"""Serving an ASGI app with uvicorn (httptools' C parser, uvloop): in the foreground for ``cqels
+serve``, or in a thread for tests.
 
+>>> from a2wsgi import WSGIMiddleware
 >>> from flask import Flask
 >>> app = Flask("demo"); _ = app.route("/")(lambda: "hi")
->>> base_url, stop = serve_in_thread(app)
+>>> base_url, stop = serve_in_thread(WSGIMiddleware(app))
 >>> import urllib.request; urllib.request.urlopen(base_url + "/").read()
 b'hi'
 >>> stop()
+
+Why uvicorn: ``benchmarks/http_servers.py`` served the same app with uvicorn, Hypercorn and Granian
+(and the Flask app under waitress, the server before); the table is in docs/http.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from waitress import trigger, wasyncore
-from waitress.channel import HTTPChannel
-from waitress.server import BaseWSGIServer, create_server
-from waitress.task import WSGITask
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from cqels_endpoint.config import DEFAULT_THREADS
+from cqels_endpoint.http.asgi import ABORT_CONNECTION
 
 log = logging.getLogger("cqels_endpoint.http")
 
+_START_WAIT_S = 10.0
 _STOP_WAIT_S = 10.0
-# On SIGTERM or SIGINT: how long the answers under way get to end and be sent before every
-# connection is closed, and how long the request threads then get to notice. The results streams
-# end at once (``on_stop``), so these bound only slow one-shot requests; the whole stop stays
-# under a second.
+# On SIGTERM or SIGINT the results streams end at once (``on_stop``); the answers under way then get
+# this long to be sent before the connections still open are dropped. The whole stop stays under
+# a second.
 _DRAIN_S = 0.5
-_THREADS_EXIT_S = 0.2
 
-#: WSGI environ key of a callable that closes the request's connection from any thread. A results
-#: stream whose client stopped reading uses it: waitress's task thread then waits, inside a write,
-#: for the client to take its output and would wait forever; closing the connection wakes it.
-CLOSE_CONNECTION = "cqels.close_connection"
+# uvicorn says at INFO what ``cqels serve`` says itself (listening, stopping).
+logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
 
 
-class _Task(WSGITask):
-    def get_environment(self) -> dict:
-        environ = super().get_environment()
-        environ[CLOSE_CONNECTION] = self._close_connection
-        return environ
+class _Protocol(HttpToolsProtocol):
+    """uvicorn's HTTP protocol, giving each request a way to drop its connection
+    (``asgi.ABORT_CONNECTION``): closing waits for buffered output a stalled client never takes."""
 
-    def _close_connection(self) -> None:
-        channel = self.channel
-
-        def close() -> None:
-            # In the server's loop thread, where its sockets may be closed; a no-op when gone already.
-            if channel.connected:
-                channel.handle_close()
-
-        channel.server.trigger.pull_trigger(close)
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope[ABORT_CONNECTION] = self.transport.abort
 
 
-class _Channel(HTTPChannel):
-    task_class = _Task
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # ``serve`` handles the signals itself: uvicorn's handlers would raise them again on exit.
+        yield
 
 
-# waitress's own cap on request bodies (its default). It answers a body over its cap with a plain
-# text 413 before the app runs; below it, the app's limit (Flask's MAX_CONTENT_LENGTH) answers
-# with a JSON 413. So waitress's cap is never set below the app's.
-_WAITRESS_BODY_CAP = 1 << 30
-
-
-def _create(app, host: str, port: int, max_body_bytes: int | None, threads: int):
-    server = create_server(
-        app,
-        host=host,
-        port=port,
-        threads=threads,
-        max_request_body_size=max(max_body_bytes or 0, _WAITRESS_BODY_CAP),
-        # Keeps reading a connection while its request runs, so a client that hangs up is noticed
-        # (and ``waitress.client_disconnected`` in the environ says so): an idle results stream
-        # polls it to free its thread without waiting for its next write to fail.
-        channel_request_lookahead=1,
-        # A client that stops reading makes the writing thread wait once this much output is
-        # buffered for it (waitress's default is 16 MB): a stalled results stream then fills its
-        # subscriber queue and is dropped after 1 MB, not 16. Larger responses stream at the
-        # client's pace.
-        outbuf_high_watermark=1 << 20,
-    )
-    for listener in _listeners(server):
-        listener.channel_class = _Channel
-    return server
-
-
-def _socket_map(server) -> dict:
-    """The socket map the server's loop polls (waitress keeps it private on a single listener)."""
-    return server._map if isinstance(server, BaseWSGIServer) else server.map
-
-
-def _listeners(server) -> list[BaseWSGIServer]:
-    """The listening servers: one, or several when ``host`` resolves to several addresses."""
-    if isinstance(server, BaseWSGIServer):
-        return [server]
-    return [s for s in server.map.values() if isinstance(s, BaseWSGIServer)]
-
-
-def _in_loop(server, action: Callable[[], None]) -> None:
-    """Run ``action`` in the server's loop thread, where closing its sockets is safe."""
-    # The trigger (a dispatcher in the socket map, shared by the listeners) outlives the listeners.
-    wake = next((d for d in list(_socket_map(server).values()) if isinstance(d, trigger.trigger)), None)
-    if wake is None:  # closed already: nothing is left to close
-        return
+def _sockets(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address ``host`` resolves to, all on one port (``port`` 0: a free
+    one, chosen by the first). ``OSError`` when one cannot be bound (the port is taken, say)."""
+    sockets: list[socket.socket] = []
     try:
-        wake.pull_trigger(action)
+        for family, kind, proto, _, address in dict.fromkeys(
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        ):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address[0], port or sockets[0].getsockname()[1], *address[2:]))
+            sock.listen(2048)
+            sock.set_inheritable(True)
     except OSError:
-        # The trigger's pipe is closed: the loop saw its read end go bad and closed it (seen once
-        # in CI, EBADF; cause not found). Act from here; the loop, if it still runs, ends on the
-        # empty map.
-        log.warning("waitress's trigger is closed; acting on the server's sockets from the stopping thread")
-        action()
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
 
-def _close_all(server) -> None:
-    """Close every socket of the server: an empty socket map ends its loop."""
-    _in_loop(server, lambda: wasyncore.close_all(_socket_map(server)))
+def _base_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}"
 
 
-def _stop_listening(server) -> None:
-    """Accept no new connections; the open ones go on."""
-
-    def close_listeners() -> None:
-        for listener in _listeners(server):
-            # The dispatcher's close, not the server's: that one closes the trigger too, which the
-            # request threads still pull to have their output sent.
-            wasyncore.dispatcher.close(listener)
-
-    _in_loop(server, close_listeners)
-
-
-def _drained(server) -> bool:
-    """No request is being answered and every response is sent (read from another thread: a
-    snapshot, good enough to decide when to stop waiting)."""
-    if server.task_dispatcher.active_count:
-        return False
-    return not any(getattr(channel, "total_outbufs_len", 0) for channel in list(_socket_map(server).values()))
+def _server(app) -> _Server:
+    config = uvicorn.Config(
+        app,
+        loop="uvloop",
+        http=_Protocol,
+        lifespan="off",
+        log_config=None,  # the application's logging stays as it is
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=_DRAIN_S,
+        backlog=2048,
+    )
+    return _Server(config)
 
 
-def _base_url(server) -> str:
-    listener = _listeners(server)[0]
-    host = listener.effective_host
-    host = f"[{host}]" if ":" in str(host) else host
-    return f"http://{host}:{listener.effective_port}"
+def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0) -> tuple[str, Callable[[], None]]:
+    """Serve the ASGI ``app`` from a background thread on ``host:port`` (0: a free port).
 
-
-def serve_in_thread(
-    app, host: str = "127.0.0.1", port: int = 0, threads: int = DEFAULT_THREADS
-) -> tuple[str, Callable[[], None]]:
-    """Serve ``app`` from a background thread on ``host:port`` (0: a free port) with ``threads``
-    request threads (each open results stream holds one).
-
-    Returns ``(base_url, stop)``; ``stop()`` closes every connection and waits for the thread.
+    Returns ``(base_url, stop)``; ``stop()`` ends the server (its connections closed) and waits for it.
     """
-    server = _create(app, host, port, max_body_bytes=None, threads=threads)
-    thread = threading.Thread(target=server.run, name=f"waitress {host}:{port}", daemon=True)
+    sockets = _sockets(host, port)
+    server = _server(app)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, name=f"uvicorn {host}:{port}", daemon=True)
     thread.start()
+    deadline = time.monotonic() + _START_WAIT_S
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
     stopped = threading.Event()
 
     def stop() -> None:
         if stopped.is_set():
             return
         stopped.set()
-        _close_all(server)
+        server.should_exit = True
         thread.join(_STOP_WAIT_S)
-        server.task_dispatcher.shutdown()
+        for sock in sockets:
+            sock.close()
+        _close(app)
 
-    return _base_url(server), stop
+    return _base_url(sockets[0]), stop
 
 
 def serve(
@@ -177,61 +133,49 @@ def serve(
     host: str,
     port: int,
     *,
-    max_body_bytes: int | None = None,
-    threads: int = DEFAULT_THREADS,
     on_listen: Callable[[str], None] | None = None,
     on_stop: Callable[[], None] | None = None,
 ) -> None:
-    """Serve ``app`` in the foreground until SIGINT or SIGTERM, then return after closing.
+    """Serve the ASGI ``app`` in the foreground until SIGINT or SIGTERM, then return after closing.
 
-    ``on_listen(base_url)`` is called once the socket listens (with the real port when 0 was asked).
-    On the first SIGINT or SIGTERM the server stops listening, calls ``on_stop()`` (which ends the
-    open results streams, so their last words reach the clients), gives the answers under way
-    ``_DRAIN_S`` to be sent, then closes every connection and returns. A second signal returns at
-    once.
+    ``on_listen(base_url)`` is called once the socket listens (with the real port when 0 was asked);
+    ``OSError`` before that when it cannot. On the first SIGINT or SIGTERM the server stops
+    listening and ``on_stop()`` runs (it ends the open results streams, so their last words reach the
+    clients); the answers under way get ``_DRAIN_S`` to be sent, then every connection is closed and
+    this returns. A second signal ends the wait at once.
     """
-    server = _create(app, host, port, max_body_bytes, threads)
-    stopping = threading.Event()
+    sockets = _sockets(host, port)
+    server = _server(app)
     signalled: list[tuple[str, float]] = []  # the first signal's name and time
 
-    def stop_gracefully() -> None:
-        # In its own thread: the loop keeps running meanwhile, to send what the responses still write.
-        _stop_listening(server)
-        try:
-            if on_stop is not None:
-                on_stop()
-            give_up = time.monotonic() + _DRAIN_S
-            while not _drained(server) and time.monotonic() < give_up:
-                time.sleep(0.01)
-        finally:
-            _close_all(server)
-
     def terminate(signum, frame) -> None:
-        if stopping.is_set():
-            # Signal handlers run in the main thread, the server's loop thread: its sockets may be
-            # closed from here, which ends the loop now.
-            wasyncore.close_all(_socket_map(server))
+        if signalled:
+            server.force_exit = True
             return
-        stopping.set()
         signalled.append((signal.Signals(signum).name, time.monotonic()))
         log.info("stopping on %s", signalled[0][0])
-        threading.Thread(target=stop_gracefully, name="cqels-stop", daemon=True).start()
+        server.should_exit = True
+        if on_stop is not None:
+            # In its own thread: a signal handler must not take the locks the loop's thread may hold.
+            threading.Thread(target=on_stop, name="cqels-stop", daemon=True).start()
 
     previous = {signum: signal.signal(signum, terminate) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         if on_listen is not None:
-            on_listen(_base_url(server))
-        try:
-            server.run()
-        except OSError:
-            if not stopping.is_set():
-                raise  # the port is taken, say: the caller reports it
-            # A second signal closed the sockets under the loop's select (EBADF): that is the stop.
+            on_listen(_base_url(sockets[0]))
+        server.run(sockets=sockets)
         if signalled:
             name, since = signalled[0]
             log.info("stopped %.3f s after %s: every connection closed", time.monotonic() - since, name)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        # The request threads are daemons: one stuck in a long query does not hold the exit up.
-        server.task_dispatcher.shutdown(timeout=_THREADS_EXIT_S)
+        for sock in sockets:
+            sock.close()
+        _close(app)
+
+
+def _close(app) -> None:
+    close = getattr(app, "close", None)
+    if close is not None:
+        close()

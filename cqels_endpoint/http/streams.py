@@ -1,6 +1,6 @@
 """``/streams``: pushing stream events over HTTP, and the state of every stream.
 
-``POST /streams/{name}`` pushes to the stream ``name``: a percent-encoded absolute IRI
+``POST /streams/{name}`` (answered natively, ``asgi.py``, by ``push``) pushes to the stream ``name``: a percent-encoded absolute IRI
 (``/streams/http%3A%2F%2Fderi.org%2Fstreams%2Frfid``) or a short name appended to the server's
 ``stream_base`` (``/streams/rfid`` → ``urn:cqels:stream:rfid`` by default). The body, by
 ``Content-Type``:
@@ -53,13 +53,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyoxigraph as ox
-from flask import Blueprint, Response, abort, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from cqels_endpoint.errors import LateEventError, RdfSyntaxError, UnsupportedMediaType
 from cqels_endpoint.http.auth import write_access
-from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.errors import bad_request, error_response, not_found, unsupported_media_type
-from cqels_endpoint.http.params import body_text, check_utf8_charset, iri, single, url_params
+from cqels_endpoint.http.context import Endpoint, endpoint
+from cqels_endpoint.http.errors import HttpError, not_found, unsupported_message
+from cqels_endpoint.http.params import check_charset, decoded, iri, query_params, single
 from cqels_endpoint.runtime.streams import (
     RATE_WINDOW_MS,
     FutureEventError,
@@ -125,29 +125,42 @@ class _Malformed(Exception):
         self.column = column
 
 
-@blueprint.post("/streams/<path:name>", merge_slashes=False)
-@write_access
-def push(name: str) -> Response:
-    stream = stream_iri(name, endpoint().config.stream_base)
-    engine = endpoint().engine
-    read = _reader()
+@dataclass(frozen=True)
+class PushRequest:
+    """What a push needs of its HTTP request (answered natively by ``asgi.py``): the stream name of
+    the path, the ``Content-Type``, the raw query string, the body and the request URL (the base IRI
+    of relative IRIs in the body)."""
+
+    name: str
+    content_type: str | None
+    query_string: bytes
+    body: bytes
+    base_url: str
+
+
+def push(context: Endpoint, request: PushRequest) -> dict:
+    """Apply the batch of ``request`` (module docstring) and say what was accepted; ``HttpError``
+    for a refused batch, of which nothing was applied. The caller checked the write access."""
+    stream = stream_iri(request.name, context.config.stream_base)
+    engine = context.engine
+    read = _reader(request.content_type)
     try:
-        batch = read(_time_param())
+        batch = read(request, _time_param(request.query_string))
     except _Malformed as error:
         engine.reject_malformed(stream)
-        return error_response(400, str(error), line=error.line, column=error.column)
+        raise HttpError(400, str(error), line=error.line, column=error.column) from None
     try:
         latest = engine.push_batch(stream, batch.events)
     except LateEventError as error:
         others = f" ({error.late_in_batch} late events in the batch)" if error.late_in_batch > 1 else ""
         message = f"{batch.names[error.index]}: {error}{others}; nothing of the batch was applied"
-        return error_response(409, message, line=batch.lines[error.index])
+        raise HttpError(409, message, line=batch.lines[error.index]) from None
     except FutureEventError as error:
         others = f" ({error.future_in_batch} such events in the batch)" if error.future_in_batch > 1 else ""
         message = f"{batch.names[error.index]}: {error}{others}; nothing of the batch was applied"
-        return error_response(422, message, line=batch.lines[error.index])
+        raise HttpError(422, message, line=batch.lines[error.index]) from None
     [stats] = engine.stream_stats(stream)
-    return jsonify({"stream": stream, "accepted": len(batch.events), "latest": latest, "watermark": stats["watermark"]})
+    return {"stream": stream, "accepted": len(batch.events), "latest": latest, "watermark": stats["watermark"]}
 
 
 @blueprint.get("/streams")
@@ -201,10 +214,9 @@ def stream_iri(name: str, base: str) -> str:
 # --------------------------------------------------------------------------- reading a batch
 
 
-def _reader() -> Callable[[int | None], _Batch]:
-    """How to read the body of this request, by its media type, given ``?time=``; 415 for a type
-    that cannot carry events."""
-    media_type = essence(request.content_type or "")
+def _reader(content_type: str | None) -> Callable[[PushRequest, int | None], _Batch]:
+    """How to read a body of ``content_type``, given ``?time=``; 415 for a type that cannot carry events."""
+    media_type = essence(content_type or "")
     if media_type in NDJSON_TYPES:
         reader = _ndjson
     else:
@@ -217,13 +229,13 @@ def _reader() -> Callable[[int | None], _Batch]:
         elif syntax in _EVENT_SYNTAXES:
             reader = functools.partial(_one_event, syntax)
         else:
-            abort(unsupported_media_type(request.content_type, ACCEPTED_BODIES))
-    check_utf8_charset(list(ACCEPTED_BODIES))
+            raise HttpError(415, unsupported_message(content_type, ACCEPTED_BODIES))
+    check_charset(content_type, list(ACCEPTED_BODIES))
     return reader
 
 
-def _time_param() -> int | None:
-    text = single(url_params(), "time", "give one timestamp")
+def _time_param(query_string: bytes) -> int | None:
+    text = single(query_params(query_string), "time", "give one timestamp")
     if text is None:
         return None
     try:
@@ -232,8 +244,8 @@ def _time_param() -> int | None:
         raise _Malformed(f"?time={error}") from None
 
 
-def _one_event(syntax: ox.RdfFormat, time: int | None) -> _Batch:
-    body = request.get_data(cache=True)
+def _one_event(syntax: ox.RdfFormat, request: PushRequest, time: int | None) -> _Batch:
+    body = request.body
     triples = _plain_ntriples(body, syntax)
     if triples is None:
         try:
@@ -256,12 +268,12 @@ def _plain_ntriples(text: str | bytes, syntax: ox.RdfFormat) -> object:
     return read_plain_ntriples(text, keep_blank_nodes=False, one_per_line=syntax == ox.RdfFormat.N_TRIPLES)
 
 
-def _trig(time: int | None) -> _Batch:
+def _trig(request: PushRequest, time: int | None) -> _Batch:
     """One event per named graph, in timestamp order."""
     if time is not None:
-        abort(bad_request("?time= does not apply to TriG: each named graph is timestamped by its prov:generatedAtTime"))
+        raise HttpError(400, "?time= does not apply to TriG: each named graph is timestamped by its prov:generatedAtTime")
     try:
-        quads = list(ox.parse(request.get_data(cache=True), format=ox.RdfFormat.TRIG, base_iri=request.base_url,
+        quads = list(ox.parse(request.body, format=ox.RdfFormat.TRIG, base_iri=request.base_url,
                               rename_blank_nodes=True))
     except SyntaxError as error:
         raise _Malformed(str(rdf_syntax_error(error, ox.RdfFormat.TRIG, "event batch")), error.lineno) from None
@@ -302,11 +314,11 @@ def _graph_time(quad: ox.Quad, stamps: dict) -> int:
         raise _Malformed(f"the prov:generatedAtTime of {quad.subject}: {error}") from None
 
 
-def _ndjson(time: int | None) -> _Batch:
+def _ndjson(request: PushRequest, time: int | None) -> _Batch:
     if time is not None:
-        abort(bad_request('?time= does not apply to NDJSON: give each line its own "time"'))
+        raise HttpError(400, '?time= does not apply to NDJSON: give each line its own "time"')
     batch = _Batch()
-    for number, line in enumerate(body_text("NDJSON").split("\n"), 1):
+    for number, line in enumerate(decoded(request.body, "NDJSON").split("\n"), 1):
         if line.strip():
             batch.add(_ndjson_event(line, number), f"line {number}", number)
     if not batch.events:

@@ -96,6 +96,9 @@ class Subscriber:
         self._ended: SubscriptionEnded | None = None
         self._drain = False  # deliver what is queued before the end (unregistered), or not (slow)
         self.on_drop: Callable[[], None] | None = None  # called when the hub drops it for being slow
+        # Called (from the engine's thread, any thread) after an entry is queued or the subscription
+        # ends: the reader on an event loop waits for it instead of a thread blocked in ``next``.
+        self.wake: Callable[[], None] | None = None
 
     def next(self, timeout: float) -> Entry | None:
         """The next entry, or None after ``timeout`` seconds without one; raises ``SubscriptionEnded``."""
@@ -119,7 +122,13 @@ class Subscriber:
                 return False
             self._items.append(entry)
             self._ready.notify()
-            return True
+        self._woken()
+        return True
+
+    def _woken(self) -> None:
+        wake = self.wake
+        if wake is not None:
+            wake()
 
     def _end(self, reason: str, message: str, *, drain: bool) -> None:
         with self._ready:
@@ -129,6 +138,7 @@ class Subscriber:
                 if not drain:
                     self._items.clear()
             self._ready.notify()
+        self._woken()
 
 
 class QueryHub:

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import asgi_client
 import pyoxigraph as ox
 import pytest
 from mutations import (
@@ -213,8 +214,8 @@ def test_an_escaped_lone_surrogate_in_ndjson_data_is_a_400_naming_the_line(serve
     stream = f"{STREAMS}surrogate"
     good = json.dumps({"time": 1000, "data": "<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> ."})
     bad = json.dumps({"time": 2000, "data": "<http://ex.org/a\ud800> <http://ex.org/p> <http://ex.org/c> ."})
-    response = app.test_client().post(f"/streams/{urllib.parse.quote(stream, safe='')}", data=f"{good}\n{bad}\n",
-                                      headers={"Content-Type": NDJSON})
+    response = asgi_client.client(app).post(f"/streams/{urllib.parse.quote(stream, safe='')}", data=f"{good}\n{bad}\n",
+                                            headers={"Content-Type": NDJSON})
     assert response.status_code == 400, response.get_data(as_text=True)
     error = response.get_json()
     assert error["line"] == 2

@@ -1,8 +1,8 @@
 """Errors are JSON with the right status, the body limit holds, and no input gets a 500.
 
 The fuzz tests throw random query texts, token soups, bodies, Content-Types, Accept headers, graph
-IRIs and query strings at every path (Flask's test client: a socket adds nothing to what is
-tested) and require an answer below 500 every time. A real bug still gets a JSON 500 and a logged
+IRIs and query strings at every path (werkzeug's test client over the ASGI app the server runs,
+``asgi_client``: a socket adds nothing to what is tested) and require an answer below 500 every time. A real bug still gets a JSON 500 and a logged
 traceback, which the last test checks.
 """
 
@@ -12,6 +12,7 @@ import http.client
 import logging
 from urllib.parse import urlsplit
 
+import asgi_client
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -82,7 +83,7 @@ def test_a_real_bug_is_a_logged_json_500(caplog) -> None:
 
         app.add_url_rule("/broken", "broken", broken)
         with caplog.at_level(logging.ERROR, logger="cqels_endpoint.http"):
-            response = app.test_client().get("/broken")
+            response = asgi_client.client(app).get("/broken")
     assert response.status_code == 500
     assert response.get_json() == {"error": "internal server error; the server log has the details", "line": None,
                                    "column": None}
@@ -96,7 +97,7 @@ def test_a_real_bug_is_a_logged_json_500(caplog) -> None:
 def client():
     with StaticStore() as store:
         store.update(f"INSERT DATA {{ <{EX}s> <{EX}p> 1 . GRAPH <{EX}g> {{ <{EX}s> <{EX}p> 'x' }} }}")
-        yield create_app(store, ServerConfig(memory=True, query_timeout=5)).test_client()
+        yield asgi_client.client(create_app(store, ServerConfig(memory=True, query_timeout=5)))
 
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,6 +10,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from a2wsgi import WSGIMiddleware
 from flask import Flask
 
 from cqels_endpoint.http import auth
@@ -106,7 +107,7 @@ def remote(live_endpoint: LiveEndpoint):
     """A loopback 'remote' site: a Turtle document, and the shared endpoint as a SPARQL service."""
     site = Flask("remote")
     site.route("/data.ttl")(lambda: (f"<{EX}remote> <{EX}p> 7 .", 200, {"Content-Type": "text/turtle"}))
-    base_url, stop = serve_in_thread(site)
+    base_url, stop = serve_in_thread(WSGIMiddleware(site))
     live_endpoint.reset()
     live_endpoint.store.update(f"INSERT DATA {{ <{EX}far> <{EX}p> 8 }}")
     yield f"{base_url}/data.ttl", f"{live_endpoint.base_url}/query"

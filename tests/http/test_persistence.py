@@ -16,6 +16,7 @@ from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine.registry import FILE_NAME
 from cqels_endpoint.errors import CqelsError
 from cqels_endpoint.http.app import create_app
+from cqels_endpoint.http.asgi import application
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.server import serve_in_thread
 from cqels_endpoint.static_store import StaticStore
@@ -44,7 +45,7 @@ def running(data_dir: Path, **fields) -> Iterator[LiveEndpoint]:
     store = StaticStore(config.store_path)
     try:
         app = create_app(store, config)
-        base_url, stop = serve_in_thread(app, "127.0.0.1", 0)
+        base_url, stop = serve_in_thread(application(app), "127.0.0.1", 0)
         try:
             yield LiveEndpoint(base_url, store, config, app)
         finally:

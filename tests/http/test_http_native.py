@@ -1,18 +1,22 @@
-"""``http.fast.ProtocolFastPath`` against the Flask routes it stands in for.
+"""The native SPARQL Protocol routes of ``http.asgi.EndpointApp`` against the Flask routes they
+stand in for.
 
-Two apps over two stores with the same content take the same requests, one through the fast path,
-one straight to Flask: every answer (status, body, Content-Type, Vary, WWW-Authenticate) and the
-stores afterwards must be the same, whatever the request, well-formed or not.
+Two apps over two stores with the same content take the same requests, one through the ASGI app the
+server runs (``asgi_client``), one straight to Flask's WSGI app: every answer (status, body,
+Content-Type, Vary, WWW-Authenticate) and the stores afterwards must be the same, whatever the
+request, well-formed or not.
 """
 
 from __future__ import annotations
 
+import asgi_client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from werkzeug.test import EnvironBuilder
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
+from cqels_endpoint.http.asgi import application
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.static_store import StaticStore
 
@@ -88,12 +92,13 @@ def _call(wsgi, request: Request):
 
     def start_response(status, headers, exc_info=None):
         captured["status"] = status
-        captured["headers"] = dict(headers)
+        captured["headers"] = {name.lower(): value for name, value in headers}  # ASGI's are lower-case
 
     body = b"".join(wsgi(request.environ(), start_response))
     headers = captured["headers"]
-    kept = ("Content-Type", "Vary", "WWW-Authenticate", "Allow")
-    return captured["status"], {name: headers.get(name) for name in kept}, body
+    kept = ("content-type", "vary", "www-authenticate", "allow")
+    # The code, not the reason phrase, whose spelling is the server's.
+    return int(captured["status"].split()[0]), {name: headers.get(name) for name in kept}, body
 
 
 def _contents(app) -> list[str]:
@@ -102,18 +107,19 @@ def _contents(app) -> list[str]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(requests(), min_size=1, max_size=8), st.booleans())
-def test_the_fast_path_answers_as_flask_does(batch, with_token):
+def test_the_native_routes_answer_as_flask_does(batch, with_token):
     config = ServerConfig(memory=True, cache_engine="local", auth_token=TOKEN if with_token else None)
-    with StaticStore() as fast_store, StaticStore() as flask_store:
-        fast_store.update(DATA)
+    with StaticStore() as native_store, StaticStore() as flask_store:
+        native_store.update(DATA)
         flask_store.update(DATA)
-        fast_app, flask_app = create_app(fast_store, config), create_app(flask_store, config)
+        native_app, flask_app = create_app(native_store, config), create_app(flask_store, config)
+        native = asgi_client.wsgi(application(native_app))
         try:
             for request in batch:
-                assert _call(fast_app.wsgi_app, request) == _call(flask_app.wsgi_app._flask, request), request
-            assert _contents(fast_app) == _contents(flask_app)
+                assert _call(native, request) == _call(flask_app.wsgi_app, request), request
+            assert _contents(native_app) == _contents(flask_app)
         finally:
-            endpoint(fast_app).close()
+            endpoint(native_app).close()
             endpoint(flask_app).close()
 
 
@@ -121,15 +127,18 @@ def test_plain_requests_never_reach_flask(monkeypatch):
     with StaticStore() as store:
         store.update(DATA)
         app = create_app(store, ServerConfig(memory=True, cache_engine="local"))
+        native = application(app)
         try:
             def flask_called(*_):
                 raise AssertionError("went to Flask")
 
-            monkeypatch.setattr(app.wsgi_app, "_flask", flask_called)
+            monkeypatch.setattr(native, "_flask", flask_called)
+            served = asgi_client.wsgi(native)
             lookup = Request(path="/query", query_string={"query": f"SELECT * WHERE {{ <{EX}a> ?p ?o }}"})
-            assert _call(app.wsgi_app, lookup)[0] == "200 OK"
+            assert _call(served, lookup)[0] == 200
             update = Request(path="/update", method="POST", data=f"INSERT DATA {{ <{EX}z> <{EX}p> 9 }}",
                                     content_type="application/sparql-update")
-            assert _call(app.wsgi_app, update)[0] == "204 NO CONTENT"
+            assert _call(served, update)[0] == 204
+            assert _call(served, Request(path="/health"))[0] == 200
         finally:
             endpoint(app).close()
