@@ -58,8 +58,10 @@ clock is kept in ``data_dir`` (``streams.json``) and restored at start (``engine
 (``query.dialects``): ``auto`` reads a ``REGISTER QUERY Name AS`` query as CQELS-QL 2.0 and any
 other as CQELS 1; ``cqels`` or ``cqels2`` reads every such query in that dialect.
 
-``threads`` is the number of request threads: every open ``/queries/{name}/results`` stream holds
-one for as long as it is open, so it bounds the concurrent subscribers (plus the other requests).
+``threads`` is the number of worker threads of the requests that evaluate or write (one-shot
+queries, updates, pushes; as many again for the Flask routes): it bounds how many run at once.
+A ``/queries/{name}/results`` stream holds none (it waits on the event loop), so subscribers are
+not bounded by it.
 Each query keeps its last ``replay_buffer`` emissions for ``Last-Event-ID`` resumes; a subscriber
 more than ``subscriber_queue`` emissions behind is disconnected; an idle stream gets a keep-alive
 every ``keepalive_s`` seconds (``http/results.py``).
@@ -134,7 +136,7 @@ class ServerConfig:
     dialect: str = "auto"  # what a query registered without one means (query.dialects)
     lateness_ms: int = 0  # how late (behind its stream's latest event) an event may arrive
     max_future_ms: int = 0  # how far ahead of the wall clock an event may be; 0: no bound
-    threads: int = DEFAULT_THREADS  # request threads; each open results stream holds one
+    threads: int = DEFAULT_THREADS  # worker threads of the requests that evaluate or write
     replay_buffer: int = DEFAULT_REPLAY_BUFFER  # emissions kept per query for Last-Event-ID
     subscriber_queue: int = DEFAULT_SUBSCRIBER_QUEUE  # emissions a subscriber may lag before it is dropped
     keepalive_s: float = DEFAULT_KEEPALIVE_S  # idle seconds before a results stream gets a keep-alive

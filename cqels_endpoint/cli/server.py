@@ -94,7 +94,7 @@ def add_serve(commands) -> None:
     from cqels_endpoint.config import DEFAULT_KEEPALIVE_S, DEFAULT_REPLAY_BUFFER, DEFAULT_SUBSCRIBER_QUEUE, DEFAULT_THREADS
 
     option(
-        serve, "--threads", "request threads; every open results stream (GET /queries/NAME/results) holds one",
+        serve, "--threads", "worker threads of the requests that evaluate or write (results streams hold none)",
         type=int, default=DEFAULT_THREADS, metavar="N",
     )
     option(

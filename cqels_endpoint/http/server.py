@@ -10,7 +10,7 @@ b'hi'
 >>> stop()
 
 Why uvicorn: ``benchmarks/http_servers.py`` served the same app with uvicorn, Hypercorn and Granian
-(and the Flask app under waitress, the server before); the table is in docs/http.md.
+(and the Flask app alone under waitress, the server before); the table is in docs/http.md.
 """
 
 from __future__ import annotations
