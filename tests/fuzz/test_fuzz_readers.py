@@ -157,7 +157,7 @@ def server():
 
 
 def fuzz_streams(app, count: int, seed: int, tally: Tally) -> None:
-    client = app.test_client()
+    client = asgi_client.client(app)
     engine = endpoint(app).engine
     lines = _event_lines()
     splices = [tokenize(line) for line in lines]
@@ -228,7 +228,7 @@ def test_an_escaped_lone_surrogate_in_ndjson_data_is_a_400_naming_the_line(serve
 
 
 def fuzz_store(app, store: StaticStore, count: int, seed: int, tally: Tally) -> None:
-    client = app.test_client()
+    client = asgi_client.client(app)
     bodies = _store_bodies()
     splices = [tokenize(body) for _, body in bodies]
     rng = random.Random(seed)
@@ -260,7 +260,7 @@ def test_mutated_store_bodies_get_no_500_and_refusals_write_nothing(server) -> N
 def fuzz_queries(app, count: int, seed: int, tally: Tally) -> None:
     """Mutated W3C queries as one-shot queries, mutated example (CQELS) queries registered: mostly one
     edit, so that some still run or register and the paths past the parser are reached too."""
-    client = app.test_client()
+    client = asgi_client.client(app)
     one_shot = [tokenize(text) for kind, text in query_corpus() if kind == "query" and len(text) < 2000]
     continuous = [tokenize(path.read_text(encoding="utf-8")) for path in sorted(EXAMPLE_QUERIES.glob("*.rq"))]
     continuous += [tokenize(text) for text in CQELS_QL2_SEEDS]
