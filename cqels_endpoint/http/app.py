@@ -30,7 +30,7 @@ from cqels_endpoint.http.cors import CorsMiddleware
 from cqels_endpoint.http.errors import register_error_handlers
 from cqels_endpoint.spark import cache_engine
 from cqels_endpoint.spark.job import SparkCacheEngine
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 
 def create_app(store: StaticStore, config: ServerConfig | None = None, engine: Engine | None = None) -> Flask:

@@ -15,12 +15,13 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from cqels_endpoint.errors import (
-    EndpointError,
     GraphNotFound,
+    InvalidGraphName,
     QuerySyntaxError,
     QueryTimeoutError,
     RdfSyntaxError,
     RemoteAccessError,
+    RequestSyntaxError,
     StoreError,
     UnsupportedMediaType,
     UpdateError,
@@ -98,6 +99,11 @@ def register_error_handlers(app: Flask) -> None:
     def _rdf_syntax(error: RdfSyntaxError) -> Response:
         return error_response(400, str(error), line=error.line, column=error.column)
 
+    @app.errorhandler(RequestSyntaxError)
+    def _request_syntax(error: RequestSyntaxError) -> Response:
+        # Only a store without a request engine raises it: pyoxigraph's refusal, where it says.
+        return error_response(400, str(error), line=error.line, column=error.column)
+
     @app.errorhandler(UpdateError)
     def _update(error: UpdateError) -> Response:
         # CREATE of an existing graph, DROP of a missing one, a failed LOAD: the request's fault.
@@ -119,9 +125,9 @@ def register_error_handlers(app: Flask) -> None:
     def _timeout(error: QueryTimeoutError) -> Response:
         return service_unavailable(str(error))
 
-    @app.errorhandler(EndpointError)
-    def _endpoint(error: EndpointError) -> Response:
-        return error_response(error.status, str(error))
+    @app.errorhandler(InvalidGraphName)
+    def _graph_name(error: InvalidGraphName) -> Response:
+        return bad_request(str(error))
 
     @app.errorhandler(StoreError)
     def _store(error: StoreError) -> Response:

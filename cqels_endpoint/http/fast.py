@@ -33,8 +33,8 @@ from cqels_endpoint.http.auth import denial_reason
 from cqels_endpoint.http.negotiation import choose
 from cqels_endpoint.http.params import base_iri_of, is_utf8_charset
 from cqels_endpoint.runtime.functions.extensions import custom_functions
-from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS, StaticStore
-from cqels_endpoint.static_store.shape import query_shape
+from static_store import GRAPH_FORMATS, RESULTS_FORMATS, StaticStore
+from static_store.shape import query_shape
 
 #: WSGI environ key of the store's exception for a request the fast path began and Flask answers.
 FAST_PATH_ERROR = "cqels.fast_path_error"

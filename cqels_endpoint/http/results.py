@@ -49,7 +49,7 @@ from cqels_endpoint.http.errors import bad_request, error_response, not_acceptab
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
 from cqels_endpoint.http.server import CLOSE_CONNECTION
 from cqels_endpoint.http.subscriptions import FAILED, Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
-from cqels_endpoint.static_store import GRAPH_FORMATS, MediaFormat
+from static_store import GRAPH_FORMATS, MediaFormat
 
 blueprint = Blueprint("results", __name__)
 
