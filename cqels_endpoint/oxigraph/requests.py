@@ -36,10 +36,10 @@ class CqelsRequests:
     def check_query(self, text: str, base_iri: str | None, *, allow_remote: bool) -> None:
         check_request(_parse_one_shot_query(text, base_iri), text, allow_remote=allow_remote)
 
-    def prepare_update(self, text: str, base_iri: str | None, *, allow_remote: bool) -> PreparedUpdate:
+    def prepare_update(self, text: str, base_iri: str | None, *, allow_remote: bool) -> ParsedUpdate:
         parsed = parse_update(text, base_iri)
         check_request(parsed, text, allow_remote=allow_remote)
-        return PreparedUpdate(parsed)
+        return ParsedUpdate(parsed)
 
     def refusal(
         self, kind: str, message: str, text: str, base_iri: str | None, *, allow_remote: bool, update: bool
@@ -51,7 +51,7 @@ class CqelsRequests:
 
 
 @dataclass(frozen=True)
-class PreparedUpdate:
+class ParsedUpdate:
     update: ast.Update
 
     @property

@@ -111,12 +111,13 @@ class ClearDefault:
         batch.clear(ox.DefaultGraph())
 
 
-def test_a_request_engine_of_the_users(alone):
+def test_a_request_engine_of_the_users():
     engine = ClearDefault([])
-    store = StaticStore.wrap(alone._store, requests=engine)
+    store = StaticStore(requests=engine)
+    store.update(f"INSERT DATA {{ <{EX}s> <{EX}p> 1 . GRAPH <{EX}g> {{ <{EX}s> <{EX}p> 2 }} }}")
     event = store.update("CLEAR DEFAULT")
-    assert [(c.graph, c.added, c.removed) for c in event.changes] == [(None, 0, 1)]
-    assert sorted(str(q.graph_name) for q in alone) == [f"<{EX}g>"]
+    assert (event.version, [(c.graph, c.added, c.removed) for c in event.changes]) == (2, [(None, 0, 1)])
+    assert sorted(str(q.graph_name) for q in store) == [f"<{EX}g>"]
     store.query("ASK { ?s ?p ?o }")  # plain SPARQL: the engine is not asked
     with pytest.raises(StoreError):
         store.query("ASK { SERVICE <http://127.0.0.1:1/sparql> { ?s ?p ?o } }")  # checked, then refused by pyoxigraph
