@@ -20,7 +20,7 @@ from pathlib import Path
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.asgi import application
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 VARIANTS = ("uvicorn", "uvicorn-h11", "hypercorn", "granian", "waitress")
 
@@ -28,7 +28,7 @@ VARIANTS = ("uvicorn", "uvicorn-h11", "hypercorn", "granian", "waitress")
 def build():
     """The ASGI app over ``CQELS_BENCH_DATA_DIR`` (Granian's worker imports and calls this)."""
     config = ServerConfig(data_dir=Path(os.environ["CQELS_BENCH_DATA_DIR"]), cache_engine="local", query_timeout=30)
-    store = StaticStore(config.store_path)
+    store = open_store(config.store_path)
     return create_app(store, config)
 
 

@@ -126,15 +126,15 @@ def child(mode: str, graph: Path, threshold: int, data_dir: Path) -> dict:
     from cqels_endpoint.algebra.passes import optimize
     from cqels_endpoint.algebra.translate import to_algebra
     from cqels_endpoint.caches.delta import CacheDelta, bag_delta
+    from cqels_endpoint.oxigraph.requests import open_store
     from cqels_endpoint.plan.compile import compile_plan
     from cqels_endpoint.query.parser import parse_query
     from cqels_endpoint.spark.job import SparkCacheEngine
     from cqels_endpoint.spark.session import SparkSessionHolder, build_session
-    from cqels_endpoint.static_store import StaticStore
 
     result: dict = {"mode": mode}
     started = time.perf_counter()
-    store = StaticStore()
+    store = open_store()
     store.load(graph, media_type="application/n-triples")
     result["load_s"] = time.perf_counter() - started
     result["quads"] = store.quad_count()

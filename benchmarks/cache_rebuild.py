@@ -40,8 +40,9 @@ from pathlib import Path
 from engine import machine, pyplot
 
 from cqels_endpoint import Engine
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.spark import cache_engine
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 LV = "http://deri.org/floorplan/"
 STREAM = "http://deri.org/streams/rfid"
@@ -97,7 +98,7 @@ def measure_engine(store: StaticStore, engine_name: str, cache, repeat: int) -> 
 
 
 def run_size(triples: int, repeat: int, spark_cache) -> dict:
-    store = StaticStore()
+    store = open_store()
     store.load(floor_plan(triples).encode(), media_type="application/n-triples", graph=LV)
     results = {"quads": len(store)}
     for name, cache in (("local", cache_engine("local")), ("spark", spark_cache)):
@@ -119,7 +120,7 @@ def measure_load(triples: int, spark) -> dict:
         times = {}
         sizes = {}
         for name in ("normal", "spark"):
-            store = StaticStore(Path(scratch) / f"store-{name}")
+            store = open_store(Path(scratch) / f"store-{name}")
             started = time.perf_counter()
             if name == "normal":
                 store.load(path)

@@ -36,8 +36,9 @@ import time
 from pathlib import Path
 
 from cqels_endpoint import Engine
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.query.windows import format_duration
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 EX = "http://bench.example.org/"
 STREAMS = (EX + "rfid", EX + "temp", EX + "badge")
@@ -57,7 +58,7 @@ def query(window: str) -> str:
 
 
 def static_data(rooms: int) -> StaticStore:
-    store = StaticStore()
+    store = open_store()
     lines = "".join(f'<{EX}room{r}> <{EX}name> "Room {r}" .\n' for r in range(rooms))
     store.load(lines.encode(), media_type="application/n-triples")
     return store

@@ -50,9 +50,9 @@ def child(mode: str, count: int, events: int) -> dict:
     import pyoxigraph as ox
 
     from cqels_endpoint import Engine
-    from cqels_endpoint.static_store import StaticStore
+    from cqels_endpoint.oxigraph.requests import open_store
 
-    store = StaticStore()
+    store = open_store()
     store.load(str(FLOORPLAN))
     engine = Engine(store, cache_engine="local")
     batch = [(f"where/{i}", {"person": ox.NamedNode(person(i))}) for i in range(count)]

@@ -65,10 +65,10 @@ def measure(triples: int, rate: float, quiet_s: float) -> dict:
     """Runs the measurement with the ``cqels_endpoint`` on ``sys.path``; returns the figures."""
     import cqels_endpoint
     from cqels_endpoint import Engine
-    from cqels_endpoint.static_store import StaticStore
+    from cqels_endpoint.oxigraph.requests import open_store
 
     started = time.perf_counter()
-    store = StaticStore()
+    store = open_store()
     store.load(quads(triples).encode(), media_type="application/n-quads")
     load_s = time.perf_counter() - started
     engine = Engine(store, rebuild_debounce_ms=0)

@@ -53,7 +53,7 @@ import pyoxigraph as ox
 from engine import machine, pyplot
 
 from cqels_endpoint import Engine
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 EX = "https://rsp.js/"
 STREAM = EX + "stream1"
@@ -128,7 +128,7 @@ def run_ours(text: str, feed: list[tuple[list[ox.Triple], int]], static: list[li
     """Seconds around the push loop, and the RSTREAM rows per close time."""
     store = None
     if static:
-        store = StaticStore()
+        store = open_store()
         store.load(ntriples(static).encode(), media_type="application/n-triples")
     engine = Engine(store=store)
     registered = engine.register(text, origin_ms=0)

@@ -3,11 +3,51 @@
 Syntax and semantic errors in query text are Python ``SyntaxError``s (as in pyoxigraph and the
 Python parser itself) so that tools which already know how to show a ``SyntaxError`` with a caret
 work unchanged.
+
+The static store's errors are its own (``static_store.errors``, rooted at ``StoreError``, not at
+``CqelsError``: the store imports nothing of the engine); they are re-exported here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from static_store.errors import (
+    GraphNotFound,
+    InvalidGraphName,
+    LocatedStoreError,
+    QueryTimeoutError,
+    RdfSyntaxError,
+    RemoteAccessError,
+    RequestSyntaxError,
+    StoreError,
+    UnsupportedMediaType,
+    UpdateError,
+)
+
+__all__ = [
+    "ArgumentError",
+    "CqelsError",
+    "GraphNotFound",
+    "InvalidGraphName",
+    "LateEventError",
+    "LocatedStoreError",
+    "OperatorError",
+    "PlanError",
+    "QueryConflictError",
+    "QuerySyntaxError",
+    "QueryTimeoutError",
+    "RdfSyntaxError",
+    "RemoteAccessError",
+    "RequestSyntaxError",
+    "SharingError",
+    "Span",
+    "SparkUnavailableError",
+    "StoreError",
+    "UnknownQueryError",
+    "UnsupportedMediaType",
+    "UpdateError",
+]
 
 
 class CqelsError(Exception):
@@ -119,57 +159,6 @@ class SparkUnavailableError(CqelsError):
 
 class OperatorError(CqelsError):
     """A runtime failure inside an operator; the message names the operator and its query line."""
-
-
-class StoreError(CqelsError):
-    """A failure of the static store (bad RDF, unknown graph, I/O)."""
-
-
-class LocatedStoreError(StoreError):
-    """A store error that points into the request text: ``line``/``column`` are 1-based, None when unknown."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None):
-        super().__init__(message)
-        self.line = line
-        self.column = column
-
-    def to_json(self) -> dict:
-        return {"error": str(self), "line": self.line, "column": self.column}
-
-
-class RdfSyntaxError(LocatedStoreError):
-    """Malformed RDF in a load or a GSP body; the whole batch was rejected, nothing written."""
-
-
-class UpdateError(LocatedStoreError):
-    """A SPARQL Update operation that cannot be carried out (CREATE of an existing graph, DROP of a
-    missing one without SILENT, a LOAD that fails, a dataset given twice); the whole request was
-    rolled back. ``line``/``column`` locate the operation in the request.
-    """
-
-
-class GraphNotFound(StoreError):
-    """A Graph Store Protocol request named a graph the store does not have."""
-
-
-class UnsupportedMediaType(StoreError):
-    """An RDF or results media type the store cannot read or write."""
-
-
-class RemoteAccessError(StoreError):
-    """``LOAD``/``SERVICE`` to a remote IRI while remote access is disabled."""
-
-
-class QueryTimeoutError(CqelsError):
-    """A one-shot query ran past its timeout and was stopped."""
-
-
-class EndpointError(CqelsError):
-    """An HTTP-level error carrying its status code."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
 
 
 class LateEventError(CqelsError):

@@ -130,9 +130,9 @@ def _steps(events: Iterable[Step]) -> list[Push | Advance]:
 def _static(static):
     if static is None or not isinstance(static, (str, bytes)):
         return static
-    from cqels_endpoint.static_store.store import StaticStore
+    from cqels_endpoint.oxigraph.requests import open_store
 
-    store = StaticStore()
+    store = open_store()
     store.load(static.encode() if isinstance(static, str) else static, media_type="application/trig")
     return store
 

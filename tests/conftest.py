@@ -45,7 +45,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 if TYPE_CHECKING:
     from cqels_endpoint.config import ServerConfig
-    from cqels_endpoint.static_store import StaticStore
+    from static_store import StaticStore
 
 Params = Mapping[str, str] | Sequence[tuple[str, str]]
 
@@ -193,9 +193,9 @@ class _Running:
         from cqels_endpoint.http.app import create_app
         from cqels_endpoint.http.asgi import application
         from cqels_endpoint.http.server import serve_in_thread
-        from cqels_endpoint.static_store import StaticStore
+        from cqels_endpoint.oxigraph.requests import open_store
 
-        self.store = StaticStore()  # in memory
+        self.store = open_store()  # in memory
         app = create_app(self.store, config)
         base_url, self._stop = serve_in_thread(application(app), config.host, 0)
         self.endpoint = LiveEndpoint(base_url.rstrip("/"), self.store, config, app)
@@ -263,8 +263,8 @@ def spark():
 def demo_store():
     """A store holding the demo data of ``examples/data`` (``cqels serve --demo``)."""
     from cqels_endpoint.http.demo import load_demo
-    from cqels_endpoint.static_store import StaticStore
+    from cqels_endpoint.oxigraph.requests import open_store
 
-    store = StaticStore()
+    store = open_store()
     load_demo(store)
     return store

@@ -34,10 +34,11 @@ from known_failures import ORACLE_DEVIATIONS
 
 from cqels_endpoint import Engine
 from cqels_endpoint.algebra import nodes as n
-from cqels_endpoint.errors import CqelsError
+from cqels_endpoint.errors import CqelsError, StoreError
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.static_store import StaticStore
 from cqels_endpoint.terms import XSD, Var
+from static_store import StaticStore
 
 R2S = ("ISTREAM", "RSTREAM", "DSTREAM")
 MODES = ("incremental", "recompute")
@@ -115,7 +116,7 @@ def is_ordered(query: n.AlgebraQuery) -> bool:
 
 
 def static_store(nquads: str) -> StaticStore:
-    store = StaticStore()
+    store = open_store()
     if nquads.strip():
         store.load(nquads.encode(), media_type="application/n-quads")
     return store
@@ -164,12 +165,12 @@ def check_keeping_failures(
 ) -> dict[tuple[str, str], list]:
     """``check(scenario)`` inside a hypothesis test: notes the scenario, and saves the final (shrunk)
     failing example — a disagreement or a crash — in ``directory``, so that it runs as an explicit
-    case from then on. A ``CqelsError`` (the engine refusing the query or an event) is a generator
-    bug and is not kept."""
+    case from then on. A ``CqelsError`` or ``StoreError`` (the engine or the store refusing the query
+    or an event) is a generator bug and is not kept."""
     note(scenario.to_json())
     try:
         return check(scenario)
-    except CqelsError:
+    except (CqelsError, StoreError):
         raise
     except Exception:
         if current_build_context().is_final:

@@ -1,4 +1,5 @@
-"""The package's imports run one way along the pipeline, and no module imports itself back.
+"""The package's imports run one way along the pipeline, and no module imports itself back; the
+static store (``static_store/``) imports nothing of cqels_endpoint.
 
 Every ``import`` counts, those inside functions too: a lazy import that hides a cycle is a cycle.
 A package's ``__init__`` importing its own modules is not a cycle (the parent is always set up
@@ -10,18 +11,20 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 from paths import ROOT
 
 PACKAGE = ROOT / "cqels_endpoint"
+STATIC_STORE = ROOT / "static_store"
 
 # The rooms in pipeline order: a module may import its own room and the rooms before it.
 ROOMS = (
     ("errors", "terms", "config"),
     ("grammar",),
     ("query",),
-    ("static_store",),
+    ("oxigraph",),
     ("algebra",),
     ("plan",),
     ("runtime",),
@@ -153,3 +156,44 @@ def test_the_checker_sees_a_lazy_import(tmp_path) -> None:
     known = {"cqels_endpoint.a": tmp_path / "a.py", "cqels_endpoint.b": tmp_path / "b.py"}
     edges = {name: imports(path, name, known) for name, path in known.items()}
     assert cycles(edges) == [["cqels_endpoint.a", "cqels_endpoint.b"]]
+
+
+def top_level_imports(path: Path) -> tuple[set[str], set[str]]:
+    """The top-level names of the modules ``path`` imports: at module level, and anywhere (inside
+    functions too). Relative imports name the module's own package."""
+    at_module_level, anywhere = set(), set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module_level = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names = {path.parent.name if node.level else (node.module or "").partition(".")[0]}
+        else:
+            continue
+        anywhere |= names
+        if id(node) in module_level:
+            at_module_level |= names
+    return at_module_level, anywhere
+
+
+# What the static store may import on first use only: a progress bar (load), rdflib (to_rdflib).
+STATIC_STORE_LAZY = {"tqdm", "rdflib"}
+
+
+def test_the_static_store_imports_nothing_of_cqels_endpoint() -> None:
+    """static_store depends on pyoxigraph and the standard library; cqels_endpoint imports it, never
+    the reverse (a lazy import inside a function counts)."""
+    allowed = set(sys.stdlib_module_names) | {"__future__", "pyoxigraph", "static_store"}
+    found = {path.name: top_level_imports(path) for path in sorted(STATIC_STORE.rglob("*.py"))}
+    assert "store.py" in found
+    assert {name: sorted(anywhere) for name, (_, anywhere) in found.items() if "cqels_endpoint" in anywhere} == {}
+    assert {name: sorted(eager - allowed) for name, (eager, _) in found.items() if eager - allowed} == {}
+    assert {name: sorted(anywhere - allowed - STATIC_STORE_LAZY) for name, (_, anywhere) in found.items() if anywhere - allowed - STATIC_STORE_LAZY} == {}
+
+
+def test_the_static_store_check_sees_a_lazy_import(tmp_path) -> None:
+    (tmp_path / "static_store").mkdir()
+    module = tmp_path / "static_store" / "m.py"
+    module.write_text("import re\nfrom . import errors\n\ndef f():\n    from cqels_endpoint.errors import Span\n    import tqdm\n")
+    assert top_level_imports(module) == ({"re", "static_store"}, {"re", "static_store", "cqels_endpoint", "tqdm"})

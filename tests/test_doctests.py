@@ -1,4 +1,4 @@
-"""The examples in the package's docstrings run as written, in every module that has one."""
+"""The examples in the packages' docstrings run as written, in every module that has one."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ import importlib
 import pytest
 from paths import ROOT
 
-PACKAGE = ROOT / "cqels_endpoint"
+PACKAGES = ("cqels_endpoint", "static_store")
 MODULES = sorted(
-    ".".join(("cqels_endpoint", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
-    for path in PACKAGE.rglob("*.py")
+    ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for package in PACKAGES
+    for path in (ROOT / package).rglob("*.py")
     if ">>> " in path.read_text(encoding="utf-8") and path.name != "__main__.py"
 )
 
 
 def test_the_sweep_finds_the_documented_modules() -> None:
-    assert {"cqels_endpoint.engine.core", "cqels_endpoint.testing", "cqels_endpoint.runtime.windows"} <= set(MODULES)
+    assert {"cqels_endpoint.engine.core", "cqels_endpoint.testing", "cqels_endpoint.runtime.windows", "static_store"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -32,7 +32,8 @@ def test_every_source_package_is_declared_in_pyproject():
     declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {
         ".".join(p.parent.relative_to(ROOT).parts)
-        for p in (ROOT / "cqels_endpoint").rglob("__init__.py")
+        for package in ("cqels_endpoint", "static_store")
+        for p in (ROOT / package).rglob("__init__.py")
     } | {"cqels_endpoint.grammar"}
     assert on_disk == declared
 
@@ -40,7 +41,8 @@ def test_every_source_package_is_declared_in_pyproject():
 def test_wheel_holds_packages_and_grammar(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "cqels_endpoint/__init__.py" in names
-    assert "cqels_endpoint/static_store/__init__.py" in names
+    # The static store, a package of its own beside cqels_endpoint, every module of it.
+    assert {str(p.relative_to(ROOT)) for p in (ROOT / "static_store").rglob("*.py")} <= names
     grammar_files = {Path(n).name for n in names if n.startswith("cqels_endpoint/grammar/")}
     assert {p.name for p in (ROOT / "grammar").glob("*.lark")} <= grammar_files
     assert any(n.endswith(".lark") for n in grammar_files)
@@ -70,18 +72,20 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict]:
 def test_installed_wheel_imports_every_module_outside_the_checkout(installed, tmp_path):
     target, env = installed
     script = (
-        "import importlib, pkgutil, cqels_endpoint\n"
-        "names = [m.name for m in pkgutil.walk_packages(cqels_endpoint.__path__, 'cqels_endpoint.')]\n"
-        "for name in names:\n"
-        "    if not name.endswith('__main__'):\n"
-        "        assert importlib.import_module(name).__file__.startswith(cqels_endpoint.__path__[0]), name\n"
-        "print(cqels_endpoint.__file__, len(names))\n"
+        "import importlib, pkgutil, cqels_endpoint, static_store\n"
+        "for package in (cqels_endpoint, static_store):\n"
+        "    names = [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + '.')]\n"
+        "    for name in names:\n"
+        "        if not name.endswith('__main__'):\n"
+        "            assert importlib.import_module(name).__file__.startswith(package.__path__[0]), name\n"
+        "    print(package.__file__, len(names))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    where, count = done.stdout.split()
-    assert where.startswith(str(target))
-    assert int(count) > 80
+    (engine, engine_count), (store, store_count) = (line.split() for line in done.stdout.splitlines())
+    assert engine.startswith(str(target)) and store.startswith(str(target))
+    assert int(engine_count) > 80
+    assert int(store_count) == len(list((ROOT / "static_store").glob("*.py"))) - 1  # every module but __init__
 
 
 def test_installed_wheel_explains_outside_the_checkout(installed, tmp_path):

@@ -33,11 +33,11 @@ from cqels_endpoint.runtime.aggregates import CUSTOM_AGGREGATES
 from cqels_endpoint.runtime.encoding import decode_inline
 from cqels_endpoint.runtime.functions.extensions import custom_functions
 from cqels_endpoint.runtime.untracked import untrack_row, untrack_tuple
-from cqels_endpoint.static_store import StaticStore
 from cqels_endpoint.terms import IRI
+from static_store import StaticStore
 
 StaticSource = object
-"""A ``cqels_endpoint.static_store.StaticStore``, a ``pyoxigraph.Store``, or None (no static data)."""
+"""A ``static_store.StaticStore``, a ``pyoxigraph.Store``, or None (no static data)."""
 
 CACHE_ENGINES = ("local", "spark")
 

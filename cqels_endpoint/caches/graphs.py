@@ -3,7 +3,7 @@
 Two users, one answer: the rebuild manager asks which change events touch a cache
 (``GraphsRead.touches``), the Spark export asks which quads of the store a build reads and whether
 they go into the query's default graph, a named graph, or both (``in_default`` / ``in_named``).
-Graphs are named as the store's change events name them (``cqels_endpoint.static_store.convert.graph_name``):
+Graphs are named as the store's change events name them (``static_store.convert.graph_name``):
 None for the store's default graph, the IRI, or ``_:label`` for a blank-node graph name.
 """
 

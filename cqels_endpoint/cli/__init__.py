@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from cqels_endpoint.cli import data, jobs, queries, server
 from cqels_endpoint.cli.client import ServerError
 from cqels_endpoint.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
-from cqels_endpoint.errors import CqelsError, PlanError, QuerySyntaxError
+from cqels_endpoint.errors import CqelsError, PlanError, QuerySyntaxError, StoreError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_OK", "build_parser", "main"]
 
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A client command's request refused by the server: a 4xx is the input's fault.
         print(f"cqels {args.command}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT if 400 <= error.status < 500 else EXIT_FAILURE
-    except CqelsError as error:
+    except (CqelsError, StoreError) as error:  # the store's errors are its own (static_store.errors)
         print(f"cqels {args.command}: {error}", file=sys.stderr)
         return EXIT_FAILURE
 

@@ -43,7 +43,7 @@ def _load(args: argparse.Namespace) -> int:
     import time
 
     from cqels_endpoint.errors import RdfSyntaxError, UnsupportedMediaType
-    from cqels_endpoint.static_store import StaticStore
+    from cqels_endpoint.oxigraph.requests import open_store
 
     started = time.perf_counter()
     options = {
@@ -53,7 +53,7 @@ def _load(args: argparse.Namespace) -> int:
         "progress": not args.quiet and sys.stderr.isatty(),
     }
     try:
-        with StaticStore(args.data_dir) as store:
+        with open_store(args.data_dir) as store:
             event = _load_on_spark(store, args, options) if args.spark else store.load(args.file, **options)
             total = len(store)
     except (RdfSyntaxError, UnsupportedMediaType, OSError) as error:
@@ -140,8 +140,8 @@ def _event_media_type(path: str, format_name: str | None) -> str | None:
     from cqels_endpoint.errors import UnsupportedMediaType
     from cqels_endpoint.http.negotiation import by_name
     from cqels_endpoint.http.streams import NDJSON, NDJSON_TYPES
-    from cqels_endpoint.static_store import GRAPH_FORMATS
-    from cqels_endpoint.static_store.formats import rdf_format_for_path
+    from static_store import GRAPH_FORMATS
+    from static_store.formats import rdf_format_for_path
 
     if format_name is not None:
         if format_name.lower() in ("ndjson", "jsonl", *NDJSON_TYPES):

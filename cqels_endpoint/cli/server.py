@@ -178,9 +178,9 @@ def _start_and_serve(config) -> int:
     from cqels_endpoint.http.demo import DEMO_QUERY_NAME, DEMO_STREAM, DemoStream, curl_examples, load_demo
     from cqels_endpoint.http.queries import registry
     from cqels_endpoint.http.server import serve
-    from cqels_endpoint.static_store import StaticStore
+    from cqels_endpoint.oxigraph.requests import open_store
 
-    with StaticStore(config.store_path) as store:
+    with open_store(config.store_path) as store:
         where = "in memory" if config.memory else f"in {config.data_dir.resolve()}"
         if config.demo:
             loaded = load_demo(store)

@@ -59,6 +59,8 @@ from cqels_endpoint.engine.incremental import IncrementalEvaluator
 from cqels_endpoint.engine.instances import GroupDriver, InstanceGroup, InstanceQuery
 from cqels_endpoint.engine.recompute import RecomputeEvaluator
 from cqels_endpoint.errors import ArgumentError, PlanError, SharingError, UnknownQueryError
+from cqels_endpoint.oxigraph.requests import CQELS_REQUESTS
+from cqels_endpoint.oxigraph.terms import ast_term
 from cqels_endpoint.plan.patterns import StreamTriple, stream_triples
 from cqels_endpoint.query.dialects import Dialect
 from cqels_endpoint.query.kinds import R2S, QueryForm
@@ -70,9 +72,8 @@ from cqels_endpoint.runtime.limits import LimitExceeded, Limits
 from cqels_endpoint.runtime.sharing import SharedWindows
 from cqels_endpoint.runtime.streams import TIME_MAX_MS, TIME_MIN_MS, Event, Streams, event_triples, to_millis
 from cqels_endpoint.spark import cache_engine as make_cache_engine
-from cqels_endpoint.static_store.convert import ast_term
-from cqels_endpoint.static_store.store import StaticStore
 from cqels_endpoint.terms import IRI, Var
+from static_store import StaticStore
 
 log = logging.getLogger("cqels_endpoint.engine")
 
@@ -864,7 +865,7 @@ def _static_store(store) -> StaticStore | None:
     if store is None or isinstance(store, StaticStore):
         return store
     if isinstance(store, ox.Store):
-        return StaticStore.wrap(store)
+        return StaticStore.wrap(store, requests=CQELS_REQUESTS)
     msg = f"store must be a StaticStore, a pyoxigraph.Store or None, not {type(store).__name__}"
     raise TypeError(msg)
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, fields
 import pyoxigraph as ox
 
 from cqels_endpoint.errors import ArgumentError
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.query.kinds import R2S
 from cqels_endpoint.runtime.compiled import compiled_imports, use_pure_python
 from cqels_endpoint.runtime.term_kinds import TermKind, kind_of
 from cqels_endpoint.runtime.term_text import BLANK, VARIABLE, Term, ntriples_term, template_part, term_json
-from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import BlankNode, Var
 
 Row = dict[str, Term]

@@ -35,7 +35,7 @@ from cqels_endpoint.algebra.parameters import Template
 from cqels_endpoint.engine.continuous import ContinuousQuery
 from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.emission import term_from_json
-from cqels_endpoint.errors import ArgumentError, CqelsError, QueryConflictError, UnknownQueryError
+from cqels_endpoint.errors import ArgumentError, CqelsError, QueryConflictError, StoreError, UnknownQueryError
 from cqels_endpoint.query.parameters import declared_parameters
 
 log = logging.getLogger("cqels_endpoint.engine")
@@ -296,7 +296,7 @@ class QueryRegistry:
             stored.next_number = entry.get("next_instance", 1)
             if instances:
                 self.add_instances(name, instances, save=False)
-        except (CqelsError, ValueError) as error:
+        except (CqelsError, StoreError, ValueError) as error:
             log.error("stored query %r did not start again: %s; kept as failed", name, error)
             stored = self.stored.pop(name, None)
             if stored is not None:  # the template started, an instance did not: none of it runs

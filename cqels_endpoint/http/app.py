@@ -32,7 +32,7 @@ from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
 from cqels_endpoint.spark import cache_engine
 from cqels_endpoint.spark.job import SparkCacheEngine
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 #: The routes ``asgi.py`` answers and Flask never sees, in Flask's URL map all the same: a request
 #: with another method gets the 405 naming the allowed ones, as on every route.

@@ -50,8 +50,8 @@ from cqels_endpoint.http.params import base_iri_of, is_utf8_charset
 from cqels_endpoint.http.results import open_results
 from cqels_endpoint.http.streams import PushRequest, push
 from cqels_endpoint.runtime.functions.extensions import custom_functions
-from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS
-from cqels_endpoint.static_store.shape import query_shape
+from static_store import GRAPH_FORMATS, RESULTS_FORMATS
+from static_store.shape import query_shape
 
 log = logging.getLogger("cqels_endpoint.http")
 

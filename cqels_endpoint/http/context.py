@@ -9,7 +9,7 @@ from flask import Flask, current_app
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.subscriptions import Subscriptions
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 if TYPE_CHECKING:
     from cqels_endpoint.engine import Engine

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from cqels_endpoint.errors import CqelsError, LateEventError
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 if TYPE_CHECKING:
     from cqels_endpoint.engine import Engine

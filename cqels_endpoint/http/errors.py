@@ -17,12 +17,13 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from cqels_endpoint.errors import (
-    EndpointError,
     GraphNotFound,
+    InvalidGraphName,
     QuerySyntaxError,
     QueryTimeoutError,
     RdfSyntaxError,
     RemoteAccessError,
+    RequestSyntaxError,
     StoreError,
     UnsupportedMediaType,
     UpdateError,
@@ -130,12 +131,14 @@ ERROR_ANSWERS: tuple[tuple[type[Exception], Callable[[Exception], HttpError]], .
     (HttpError, lambda error: error),
     (QuerySyntaxError, _located(400)),
     (RdfSyntaxError, _located(400)),
+    # Only a store without a request engine raises it: pyoxigraph's refusal, where it says.
+    (RequestSyntaxError, _located(400)),
     (UpdateError, _located(400)),
     (GraphNotFound, _plain(404)),
     (UnsupportedMediaType, _plain(415)),
     (RemoteAccessError, _plain(403)),
     (QueryTimeoutError, _plain(503)),
-    (EndpointError, lambda error: HttpError(error.status, str(error))),
+    (InvalidGraphName, _plain(400)),
     (StoreError, _store_failure),
 )
 

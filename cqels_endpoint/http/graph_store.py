@@ -31,8 +31,8 @@ from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.errors import bad_request, not_found
 from cqels_endpoint.http.negotiation import negotiated
 from cqels_endpoint.http.params import base_iri, check_utf8_charset, resolve_iri, single, url_params
-from cqels_endpoint.static_store import DATASET_FORMATS, GRAPH_FORMATS, RDF_INPUT_MEDIA_TYPES, StaticStore
-from cqels_endpoint.static_store.formats import is_dataset_format
+from static_store import DATASET_FORMATS, GRAPH_FORMATS, RDF_INPUT_MEDIA_TYPES, StaticStore
+from static_store.formats import is_dataset_format
 
 blueprint = Blueprint("graph_store", __name__)
 

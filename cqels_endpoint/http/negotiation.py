@@ -1,10 +1,10 @@
 """Content negotiation: choosing one of the store's syntaxes from ``Accept`` or ``?format=``.
 
-What the endpoint speaks is ``cqels_endpoint.static_store.formats`` (``RESULTS_FORMATS``, ``GRAPH_FORMATS``):
+What the endpoint speaks is ``static_store.formats`` (``RESULTS_FORMATS``, ``GRAPH_FORMATS``):
 each ``MediaFormat`` has its canonical media type (what the store is asked for), aliases that
 mean the same, and short names for the ``?format=`` override.
 
->>> from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS
+>>> from static_store import GRAPH_FORMATS, RESULTS_FORMATS
 >>> choose(RESULTS_FORMATS, "text/csv;q=0.5, application/sparql-results+xml").media_type
 'application/sparql-results+xml'
 >>> choose(GRAPH_FORMATS, None).media_type
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cqels_endpoint.static_store import MediaFormat
+from static_store import MediaFormat
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.negotiation import negotiated
 from cqels_endpoint.http.params import base_iri, iris, operation_and_params, single
 from cqels_endpoint.runtime.functions.extensions import custom_functions
-from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS
+from static_store import GRAPH_FORMATS, RESULTS_FORMATS
 
 SPARQL_QUERY = "application/sparql-query"
 

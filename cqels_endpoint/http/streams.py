@@ -68,8 +68,8 @@ from cqels_endpoint.runtime.streams import (
     read_plain_ntriples,
     to_millis,
 )
-from cqels_endpoint.static_store.formats import essence, rdf_format
-from cqels_endpoint.static_store.load import parse_graph, rdf_syntax_error
+from static_store.formats import essence, rdf_format
+from static_store.load import parse_graph, rdf_syntax_error
 
 blueprint = Blueprint("streams", __name__)
 

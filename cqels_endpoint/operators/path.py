@@ -35,9 +35,9 @@ from typing import Any
 
 from cqels_endpoint.operators.base import Delta, Source
 from cqels_endpoint.operators.shared.schemas import pattern_schema
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime.paths import TripleGraph, compile_path, path_pairs
-from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import BlankNode, Var
 
 

@@ -39,10 +39,10 @@ import pyoxigraph as ox
 from cqels_endpoint.algebra import nodes as n
 from cqels_endpoint.algebra.rewrite import map_children
 from cqels_endpoint.algebra.variables import certainly_bound
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import children, walk
 from cqels_endpoint.query.windows import WindowConfig
-from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI, BlankNode, Var
 
 

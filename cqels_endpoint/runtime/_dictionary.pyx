@@ -362,7 +362,7 @@ cdef class TermDictionary:
             return TRIPLE
         msg = (
             f"cannot encode {term!r}: term ids are for pyoxigraph NamedNode, BlankNode, Literal "
-            "and Triple (convert query constants with cqels_endpoint.static_store.convert.constant_term)"
+            "and Triple (convert query constants with cqels_endpoint.oxigraph.terms.constant_term)"
         )
         raise TypeError(msg)
 

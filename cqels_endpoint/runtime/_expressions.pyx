@@ -61,7 +61,7 @@ from cqels_endpoint.runtime.functions.values import ILL_TYPED, KIND_BOOLEAN, KIN
 from cqels_endpoint.runtime.functions.xsd import XSD_FLOAT
 from cqels_endpoint.terms import XSD_DOUBLE
 from cqels_endpoint.runtime.canonical import canonical_literal
-from cqels_endpoint.static_store.convert import constant_term
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.terms import IRI, XSD_STRING
 from cqels_endpoint.terms import Literal as AstLiteral
 from cqels_endpoint.terms import Var

@@ -395,7 +395,7 @@ class TermDictionaryPython:
         if kind is None:
             msg = (
                 f"cannot encode {term!r}: term ids are for pyoxigraph NamedNode, BlankNode, Literal "
-                "and Triple (convert query constants with cqels_endpoint.static_store.convert.constant_term)"
+                "and Triple (convert query constants with cqels_endpoint.oxigraph.terms.constant_term)"
             )
             raise TypeError(msg)
         term = _canonical(term, kind)

@@ -37,6 +37,7 @@ from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
 from cqels_endpoint.algebra.nodes import Exists
 from cqels_endpoint.errors import PlanError
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.query import ast
 from cqels_endpoint.runtime import functions as fn
 from cqels_endpoint.runtime.canonical import canonical_literal
@@ -50,7 +51,6 @@ from cqels_endpoint.runtime.functions import (
     effective_boolean_value,
 )
 from cqels_endpoint.runtime.functions.extensions import call_extension
-from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI as AstIRI  # noqa: N811 (pyoxigraph's IRI class is NamedNode here)
 from cqels_endpoint.terms import Literal as AstLiteral
 from cqels_endpoint.terms import Var

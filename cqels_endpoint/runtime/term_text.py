@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 import pyoxigraph as ox
 
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.runtime.term_kinds import TermKind
-from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import BlankNode, Var
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal

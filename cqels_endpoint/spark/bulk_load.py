@@ -30,9 +30,9 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from cqels_endpoint.errors import RdfSyntaxError, UnsupportedMediaType
-from cqels_endpoint.static_store import ChangeEvent, StaticStore
-from cqels_endpoint.static_store.convert import graph_name, graph_term
-from cqels_endpoint.static_store.formats import rdf_format, rdf_format_for_path
+from static_store import ChangeEvent, StaticStore
+from static_store.convert import graph_name, graph_term
+from static_store.formats import rdf_format, rdf_format_for_path
 
 #: Quads per sorted run: one run is one partition of the sort, held by the driver while it is loaded.
 RUN_QUADS = 100_000

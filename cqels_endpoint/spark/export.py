@@ -37,7 +37,7 @@ from cqels_endpoint.caches.delta import KEY_MASK, term_key
 from cqels_endpoint.caches.engines import parse_terms
 from cqels_endpoint.caches.graphs import graphs_read
 from cqels_endpoint.runtime.encoding import decode_inline, inline_id
-from cqels_endpoint.static_store.convert import graph_name
+from static_store.convert import graph_name
 
 DEFAULT_GRAPH = 0
 EXPORT_BATCH = 1_000_000  # quads per Parquet row group written

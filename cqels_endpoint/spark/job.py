@@ -56,6 +56,7 @@ from cqels_endpoint.caches.engines import (
     compute_cache,
 )
 from cqels_endpoint.config import DEFAULT_SPARK_PARQUET_ROWS
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.plan.nodes import StaticCache
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
@@ -64,7 +65,6 @@ from cqels_endpoint.runtime.functions.extensions import as_at_import
 from cqels_endpoint.runtime.untracked import untrack_row
 from cqels_endpoint.spark.export import DEFAULT_GRAPH, Snapshot, export_snapshot, parse_term, work_directory
 from cqels_endpoint.spark.session import SparkSessionHolder
-from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
 
 log = logging.getLogger("cqels_endpoint.caches")

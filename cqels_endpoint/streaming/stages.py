@@ -37,13 +37,14 @@ from cqels_endpoint.engine.continuous import ContinuousQuery
 from cqels_endpoint.engine.core import Engine
 from cqels_endpoint.engine.evaluator import Mode
 from cqels_endpoint.engine.incremental import IncrementalEvaluator
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.spark.export import parse_term
-from cqels_endpoint.static_store import StaticStore
 from cqels_endpoint.streaming.caches import BroadcastCaches, CacheRows, cache_key, row_partitions, shards
 from cqels_endpoint.streaming.events import LineError, ntriples, owner, parse_line, route
 from cqels_endpoint.streaming.follow import apply_delta, parse_delta
 from cqels_endpoint.streaming.plan import JobPlan
+from static_store import StaticStore
 
 EVENT, MARK, CHANGES, EMISSION, LATE, REJECTED = "event", "mark", "changes", "emission", "late", "rejected"
 # A row of step 1 carrying one cache's change of the static data (``streaming.follow``).
@@ -412,7 +413,7 @@ def single_process_lines(
     at or after that place in the event order."""
     # Step 1 on one partition: each event's triples whole, the lines that are not events left out.
     events = [row for row in route_lines(replace(plan, partitions=1), lines, default_stream) if row.kind == EVENT]
-    store = StaticStore()
+    store = open_store()
     if plan.static_nquads:
         store.load(plan.static_nquads.encode(), media_type="application/n-quads")
     engine = Engine(store, lateness_ms=0, rebuild_debounce_ms=1)

@@ -22,7 +22,7 @@ from test_continuous_w3c import TESTS, continuous_text, default_graph_triples
 from w3c import SPARQL11
 
 from cqels_endpoint import Engine, parse_query
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 EX = "http://ex.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -123,7 +123,7 @@ def test_the_one_shot_path_keeps_pyoxigraphs_answers() -> None:
     """The one-shot path (``StaticStore.query``, behind ``/query``) runs the text as written on
     pyoxigraph: there COUNT of a failing ABS and AVG over errors alone stay unbound
     (``runtime.aggregates`` documents the difference)."""
-    store = StaticStore()
+    store = open_store()
     store.load_quads(ox.Quad(t.subject, t.predicate, t.object) for t in value_triples(DATA))
     rows = {row["g"]: row for row in store.query(QUERY.replace(f"STREAM <{STREAM}> [ALL] ", ""))}
     mixed, failing, unbound = (rows[ox.NamedNode(EX + g)] for g in ("mixed", "failing", "unbound"))

@@ -32,11 +32,11 @@ from cqels_endpoint.operators import Sink as CompiledSink
 from cqels_endpoint.operators import static_cache
 from cqels_endpoint.operators.base import Sink
 from cqels_endpoint.operators.static_cache import StaticCache as StaticCacheOperator
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.plan.compile import compile_plan
 from cqels_endpoint.plan.patterns import stream_triples
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.spark import cache_engine
-from cqels_endpoint.static_store import StaticStore
 
 EX = "http://ex.org/"
 S = EX + "s"
@@ -81,7 +81,7 @@ def test_graphs_read(where: str, datasets: str, touched: set) -> None:
 
 
 def test_only_caches_reading_a_changed_graph_are_rebuilt() -> None:
-    store = StaticStore()
+    store = open_store()
     engine = Engine(store=store, rebuild_debounce_ms=10)
     engine.register(PREFIX + f"SELECT * WHERE {{ STREAM <{S}> [RANGE 10ms] {{ ?a :p ?b }} GRAPH <{G1}> {{ ?b :r ?d }} }}", name="one")
     engine.register(GRAPH_QUERY, name="any")

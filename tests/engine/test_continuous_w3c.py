@@ -31,11 +31,12 @@ from w3c import select_tests as w3c_tests
 
 from cqels_endpoint import Engine, parse_query
 from cqels_endpoint.errors import PlanError, QuerySyntaxError
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import serialize_query
 from cqels_endpoint.query.windows import AllWindow
-from cqels_endpoint.static_store import StaticStore
 from cqels_endpoint.terms import IRI
+from static_store import StaticStore
 
 STREAM = "urn:test:stream"
 MANIFESTS = [SPARQL11 / name / "manifest.ttl" for name in QUERY_EVALUATION_SUITES]
@@ -80,7 +81,7 @@ def default_graph_triples(files: list[Path]) -> list[ox.Triple]:
 
 
 def static_named_graphs(test: W3CTest, query: ast.Query) -> StaticStore:
-    store = StaticStore()
+    store = open_store()
     for iri, file in test.graph_data:
         store.load(file, graph=iri)
     for clause in query.form.datasets:

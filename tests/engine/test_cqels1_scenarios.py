@@ -16,7 +16,7 @@ import pytest
 
 from cqels_endpoint import Engine
 from cqels_endpoint.errors import PlanError
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 EX = "http://ex.org/"
 PREFIX = f"PREFIX : <{EX}>\n"
@@ -27,7 +27,7 @@ def run(query: str, steps: list[tuple], static: str = "", mode: str = "increment
     """The emissions of ``query``: ``(time, sorted rows)``, a row the values of its variables in
     name order (IRIs without ``EX``). ``steps``: ``("push", stream, time, N-Triples)``,
     ``("advance", time)`` or ``("update", SPARQL Update)``, after which the caches are rebuilt."""
-    store = StaticStore()
+    store = open_store()
     if static:
         store.load(static.encode(), media_type="application/n-triples")
     engine = Engine(store=store, rebuild_debounce_ms=1)
@@ -206,7 +206,7 @@ def test_values_restricts_a_stream_variable_and_a_lagging_stream_keeps_its_times
 
 
 def test_explain_shows_the_stream_variable_and_what_restricts_it():
-    engine = Engine(store=StaticStore())
+    engine = Engine(store=open_store())
     try:
         incremental = engine.register(PREFIX + OBSERVED)
         text = incremental.explain()
@@ -252,7 +252,7 @@ def test_a_path_over_a_stream_variable_runs_by_re_evaluation():
 
 
 def test_instances_of_a_template_naming_their_stream_run_plans_of_their_own():
-    engine = Engine(store=StaticStore())
+    engine = Engine(store=open_store())
     try:
         template = engine.template(PREFIX + "# @param ?s\nSELECT ?v WHERE { STREAM ?s [NOW] { ?x :value ?v } }")
         instances = [("first", {"s": ox.NamedNode(EX + "a")}), ("second", {"s": ox.NamedNode(EX + "b")})]

@@ -11,7 +11,7 @@ import rdflib
 from cqels_endpoint import Engine
 from cqels_endpoint.engine import UnknownQueryError
 from cqels_endpoint.errors import LateEventError, PlanError, QuerySyntaxError, RdfSyntaxError
-from cqels_endpoint.static_store.store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.testing import ManualClock
 
 EX = "http://ex.org/"
@@ -299,7 +299,7 @@ def test_select_modifiers_apply_to_gamma():
 
 
 def test_static_data_from_a_static_store_and_its_changes():
-    store = StaticStore()
+    store = open_store()
     store.update(f"INSERT DATA {{ <{EX}hall> <{EX}name> \"Hall\" }}")
     engine = Engine(store)
     text = f"SELECT ?who ?name WHERE {{ STREAM <{S}> [RANGE 10ms] {{ ?who {AT} ?room }} ?room <{EX}name> ?name }}"
@@ -324,7 +324,7 @@ def test_a_pyoxigraph_store_is_read_in_place():
 
 
 def test_graph_variables_never_range_over_window_graphs():
-    store = StaticStore()
+    store = open_store()
     store.update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}hall> <{EX}name> \"Hall\" }} }}")
     engine = Engine(store)
     text = f"SELECT ?g WHERE {{ STREAM <{S}> [NOW] {{ ?who {AT} ?room }} GRAPH ?g {{ ?x ?p ?y }} }}"
@@ -334,7 +334,7 @@ def test_graph_variables_never_range_over_window_graphs():
 
 
 def test_from_named_keeps_sparql_dataset_semantics():
-    store = StaticStore()
+    store = open_store()
     store.update(f"INSERT DATA {{ <{EX}ann> <{EX}name> \"Ann\" . GRAPH <{EX}g> {{ <{EX}hall> <{EX}name> \"Hall\" }} }}")
     engine = Engine(store)
     # FROM NAMED alone: the default graph is empty (SPARQL 1.1 §13.2), so ?who ex:name never matches.
@@ -410,7 +410,7 @@ def test_gamma_equals_pyoxigraph_on_the_window_contents():
 
 
 def test_engine_close_unregisters_everything():
-    store = StaticStore()
+    store = open_store()
     engine = Engine(store)
     engine.register(SELECT_AT, mode="recompute")
     engine.close()
@@ -433,7 +433,7 @@ def test_a_declared_stream_drives_a_query_whose_patterns_are_all_static():
     """``FROM STREAM`` makes a query continuous even when its patterns only read named static
     graphs: it reports on that stream's events (at its windows' closes when they slide), in both
     modes alike, and ignores other streams."""
-    store = StaticStore()
+    store = open_store()
     store.update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}a> <{EX}p> 1 }} }}")
     engine = Engine(store=store)
     eager = f"SELECT * FROM STREAM <{S}> [RANGE 10s] FROM NAMED <{EX}g> WHERE {{ GRAPH ?g {{ ?x ?p ?o }} }}"

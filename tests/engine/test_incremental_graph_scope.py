@@ -25,8 +25,8 @@ from cqels_endpoint import Engine
 from cqels_endpoint.algebra.to_sparql import to_sparql
 from cqels_endpoint.algebra.translate import to_algebra
 from cqels_endpoint.caches.engines import store_graph_iris
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.query.parser import parse_query
-from cqels_endpoint.static_store import StaticStore
 from cqels_endpoint.terms import IRI
 
 GRAPH_SCOPE_REGRESSIONS = REGRESSIONS.parent / "graph_scope"
@@ -110,7 +110,7 @@ def test_minus_inside_graph_removes_only_what_shares_a_variable() -> None:
 
 
 def test_a_new_graph_and_a_dropped_one_reach_the_cache_and_the_oracle() -> None:
-    store = StaticStore()
+    store = open_store()
     store.load(STATIC.encode(), media_type="application/n-quads")
     engine = Engine(store=store, rebuild_debounce_ms=10)
     query = f"""PREFIX : <{EX}> SELECT ?g ?c WHERE {{

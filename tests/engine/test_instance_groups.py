@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from paths import ROOT
 
 from cqels_endpoint.engine import Engine
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
+from static_store import StaticStore
 from tests.stored_queries import FLOORPLAN, LV, RFID, collect, normalised, values_first
 
 DATA = ROOT / "examples" / "data"
@@ -105,7 +106,7 @@ WINDOWS = ["[RANGE 3s]", "[RANGE 2s SLIDE 1s]", "[TRIPLES 3]", "[NOW]"]
 
 @pytest.fixture(scope="module")
 def store() -> StaticStore:
-    store = StaticStore()
+    store = open_store()
     store.load(str(FLOORPLAN))
     store.load(str(DATA / "conference.ttl"))
     return store
@@ -350,7 +351,7 @@ def test_instances_whose_cache_build_outlasts_an_event_join_the_windows_after_it
                 assert self.gate.wait(10)
             return super().build(cache, query, static)
 
-    store = StaticStore()
+    store = open_store()
     store.load(str(FLOORPLAN))
     template = prefixed(SHARED["join"], "[RANGE 3s]")
     pair = Pair(store, template, "ISTREAM")

@@ -257,12 +257,12 @@ def test_shared_windows_replay_every_window_kind(window) -> None:
     import pyoxigraph as ox
 
     from cqels_endpoint.engine import Engine
-    from cqels_endpoint.static_store import StaticStore
+    from cqels_endpoint.oxigraph.requests import open_store
     from tests.stored_queries import FLOORPLAN
 
     template = TEMPLATE.replace("[RANGE 3s]", window)
     texts = [values_first(template, {"person": ox.NamedNode(person(i))}) for i in range(4)]
-    store = StaticStore()
+    store = open_store()
     store.load(str(FLOORPLAN))
     shared, alone = Engine(store, cache_engine="local"), Engine(store, cache_engine="local")
     try:

@@ -18,11 +18,11 @@ from cqels_endpoint.engine import core as engine_core
 from cqels_endpoint.engine.registry import FILE_NAME
 from cqels_endpoint.errors import ArgumentError, QuerySyntaxError
 from cqels_endpoint.http.context import endpoint
+from cqels_endpoint.oxigraph.terms import ast_term
 from cqels_endpoint.query import parser
 from cqels_endpoint.query.parameters import declared_parameters
 from cqels_endpoint.query.parser import parse_query
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.static_store.convert import ast_term
 from cqels_endpoint.terms import Var
 from tests.engine.test_instance_groups import SHARED, UNSHARED, bindings, prefixed
 from tests.http.test_persistence import running

@@ -15,9 +15,10 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from cqels_endpoint.engine.registry import QueryRegistry, StoredQuery
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.query.parser import parse_update
-from cqels_endpoint.static_store import StaticStore
-from cqels_endpoint.static_store.journal import UndoJournal
+from static_store import StaticStore
+from static_store.journal import UndoJournal
 
 # The pyoxigraph calls that change a store, each its own transaction.
 WRITE_CALLS = frozenset({"add", "extend", "remove", "clear", "clear_graph", "add_graph", "remove_graph", "load", "bulk_load", "update"})
@@ -111,7 +112,7 @@ def write_killed_after(directory: Path, write: Callable[[StaticStore], object], 
 
 def _write(directory: Path, write: Callable[[StaticStore], object], kill_after: int) -> int:
     """Opens the store as a server does (recovering an earlier crash), then writes through ``KillAfter``."""
-    store = StaticStore(directory)
+    store = open_store(directory)
     killing = KillAfter(store._store, kill_after)
     store._store = killing  # the one seam: every write of the StaticStore goes through it
     write(store)
@@ -133,7 +134,7 @@ def _recover(directory: Path, kill_after: int) -> int:
 def snapshot(directory: Path) -> tuple[frozenset, frozenset, int]:
     """The store's quads, named graphs and version, opened as a server opens it (recovering an
     interrupted write)."""
-    with StaticStore(directory) as store:
+    with open_store(directory) as store:
         return frozenset(store), frozenset(store.named_graphs()), store.version
 
 

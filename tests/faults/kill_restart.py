@@ -40,7 +40,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from cqels_endpoint.engine.registry import FILE_NAME as QUERIES_FILE
-from cqels_endpoint.static_store.journal import FILE_NAME as JOURNAL_FILE
+from static_store.journal import FILE_NAME as JOURNAL_FILE
 from tests.serve_process import Server, serving
 from tests.stored_queries import Q1, RFID, TEMPLATE, ndjson, person
 

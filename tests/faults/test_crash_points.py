@@ -16,8 +16,9 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from cqels_endpoint.static_store import StaticStore
-from cqels_endpoint.static_store.journal import FILE_NAME
+from cqels_endpoint.oxigraph.requests import open_store
+from static_store import StaticStore
+from static_store.journal import FILE_NAME
 from tests.faults.crashing import NO_KILL, recover_killed_after, snapshot, write_killed_after
 
 EX = "http://example.org/"
@@ -93,7 +94,7 @@ def crash_everywhere(tmp_path: Path, prepare: Callable[[StaticStore], object], w
     """Kills ``write`` after each of its write calls in turn; the store must come back as ``prepare``
     left it every time. Returns the number of crash points tried."""
     prepared = tmp_path / "prepared"
-    with StaticStore(prepared) as store:
+    with open_store(prepared) as store:
         prepare(store)
     *before, version = snapshot(prepared)
     counting = tmp_path / "counting"
@@ -117,7 +118,7 @@ def one_transaction(tmp_path: Path, prepare: Callable[[StaticStore], object], wr
     """``write`` is one pyoxigraph call: killed before it the store is as ``prepare`` left it, and no
     journal was needed. Returns the content (quads, named graphs) after it."""
     prepared = tmp_path / "prepared"
-    with StaticStore(prepared) as store:
+    with open_store(prepared) as store:
         prepare(store)
     before = snapshot(prepared)[:2]
     killed = tmp_path / "killed"
@@ -132,7 +133,7 @@ def one_transaction(tmp_path: Path, prepare: Callable[[StaticStore], object], wr
 
 @pytest.mark.slow  # the first test of the module also starts the fork server
 def test_a_gsp_put_of_triples_is_one_transaction(tmp_path: Path) -> None:
-    with StaticStore(tmp_path / "expected") as store:
+    with open_store(tmp_path / "expected") as store:
         put_version_2(store)
         expected = {q for q in store if not isinstance(q.subject, ox.BlankNode)}
     quads, graphs = one_transaction(tmp_path, put_version_1, put_version_2)
@@ -178,7 +179,7 @@ def test_a_graph_delete_is_one_transaction(tmp_path: Path) -> None:
 
 def test_a_recovery_killed_midway_recovers_on_the_next_open(tmp_path: Path) -> None:
     prepared = tmp_path / "prepared"
-    with StaticStore(prepared) as store:
+    with open_store(prepared) as store:
         insert_state_a(store)
     before = snapshot(prepared)[:2]
     write = update_several_operations
@@ -202,7 +203,7 @@ def test_a_recovery_killed_midway_recovers_on_the_next_open(tmp_path: Path) -> N
 
 def test_a_journal_record_cut_short_is_ignored(tmp_path: Path) -> None:
     directory = tmp_path / "store"
-    with StaticStore(directory) as store:
+    with open_store(directory) as store:
         put_version_1(store)
     before = snapshot(directory)[:2]
     quad = ox.Quad(ox.NamedNode(EX + "s0"), ox.NamedNode(EX + "value"), ox.Literal("1-0"), ox.NamedNode(G))

@@ -36,8 +36,9 @@ from mutations import (
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.runtime._reader import read_ntriples
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 STREAMS = "http://example.org/fuzz/"
 GRAPH = "http://example.org/fuzz/graph"
@@ -148,7 +149,7 @@ def _encode(text: str) -> bytes:
 
 @pytest.fixture
 def server():
-    store = StaticStore()
+    store = open_store()
     app = create_app(store, ServerConfig(memory=True, cache_engine="local"))
     try:
         yield app, store

@@ -17,7 +17,7 @@ from serve_process import Server, environment, serving
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.engine.registry import QueryRegistry
 from cqels_endpoint.http.demo import DEMO_QUERY_NAME, DEMO_STREAM, DemoStream, demo_event, load_demo
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 FAST_S = 0.02  # the in-process demo's interval: 50 events a second
 NAMES = {"alice": "Alice Smith", "bob": "Bob Jones", "carol": "Carol White", "dave": "Dave Brown", "erin": "Erin Green"}
@@ -35,7 +35,7 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
 @pytest.fixture
 def demo():
     """A demo stream over the demo data, its engine and its registry, stopped and closed after."""
-    with StaticStore() as store:
+    with open_store() as store:
         load_demo(store)
         engine = Engine(store)
         registry = QueryRegistry(engine, None)

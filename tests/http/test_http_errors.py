@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 EX = "http://example.org/"
 
@@ -75,7 +75,7 @@ def test_a_body_under_the_limit_passes(small) -> None:
 
 
 def test_a_real_bug_is_a_logged_json_500(caplog) -> None:
-    with StaticStore() as store:
+    with open_store() as store:
         app = create_app(store, ServerConfig(memory=True))
 
         def broken():
@@ -95,7 +95,7 @@ def test_a_real_bug_is_a_logged_json_500(caplog) -> None:
 
 @pytest.fixture(scope="module")
 def client():
-    with StaticStore() as store:
+    with open_store() as store:
         store.update(f"INSERT DATA {{ <{EX}s> <{EX}p> 1 . GRAPH <{EX}g> {{ <{EX}s> <{EX}p> 'x' }} }}")
         yield asgi_client.client(create_app(store, ServerConfig(memory=True, query_timeout=5)))
 

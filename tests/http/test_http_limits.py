@@ -16,7 +16,7 @@ from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Limits
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 EX = "http://ex.org/"
 S, T = EX + "s", EX + "t"
@@ -55,7 +55,7 @@ def test_serve_flags_and_environment_reach_the_engine(monkeypatch) -> None:
     assert (args.max_window_triples, args.max_tick_rows, args.limit_action) == (100, 5000, "shed")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--limit-action", "drop"])
-    with StaticStore() as store:
+    with open_store() as store:
         app = create_app(store, ServerConfig(memory=True, cache_engine="local", max_window_triples=100, limit_action="shed"))
         try:
             assert endpoint(app).engine.limits == Limits(max_window_triples=100, max_tick_rows=None, action="shed")

@@ -16,7 +16,7 @@ from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 FLOORPLAN = ROOT / "examples" / "data" / "floorplan.trig"
 Q2 = (ROOT / "examples" / "queries" / "conference-q2-reachable.rq").read_text()
@@ -147,7 +147,7 @@ def test_the_parser_rejects_what_the_format_forbids() -> None:
 @pytest.fixture
 def served():
     """An app over an in-memory floor plan with its own local-engine Engine, and that engine."""
-    store = StaticStore()
+    store = open_store()
     store.load(FLOORPLAN)
     engine = Engine(store, cache_engine="local", rebuild_debounce_ms=0)
     app = create_app(store, ServerConfig(memory=True, cache_engine="local"), engine=engine)
@@ -232,7 +232,7 @@ def test_cache_metrics_follow_a_rebuild(served) -> None:
 
 
 def test_the_app_builds_its_engine_from_the_config() -> None:
-    with StaticStore() as store:
+    with open_store() as store:
         app = create_app(store, ServerConfig(memory=True, cache_engine="local", rebuild_debounce_ms=5))
         context = endpoint(app)
         try:
@@ -248,7 +248,7 @@ def test_the_app_builds_its_engine_from_the_config() -> None:
 def test_a_spark_app_starts_no_session_until_the_server_starts() -> None:
     # ServerConfig's default cache engine is Spark; making the app (as every HTTP test does) must not
     # start a JVM: the holder exists, and only Endpoint.start() would begin building the session.
-    with StaticStore() as store:
+    with open_store() as store:
         app = create_app(store, ServerConfig(memory=True, spark_master="local[1]"))
         context = endpoint(app)
         assert ServerConfig().cache_engine == "spark"
@@ -316,7 +316,7 @@ def test_the_app_gives_its_spark_engine_the_data_dir_and_parquet_rows(tmp_path, 
 
     settings = {} if setting is None else {"spark_parquet_rows": setting}
     config = ServerConfig(data_dir=tmp_path, memory=memory, **settings)
-    with StaticStore(config.store_path) as store:
+    with open_store(config.store_path) as store:
         context = endpoint(create_app(store, config))
         try:
             caches = context.engine.caches.engine

@@ -18,7 +18,7 @@ from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.asgi import application
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 EX = "http://example.org/"
 TOKEN = "s3cret"
@@ -109,7 +109,7 @@ def _contents(app) -> list[str]:
 @given(st.lists(requests(), min_size=1, max_size=8), st.booleans())
 def test_the_native_routes_answer_as_flask_does(batch, with_token):
     config = ServerConfig(memory=True, cache_engine="local", auth_token=TOKEN if with_token else None)
-    with StaticStore() as native_store, StaticStore() as flask_store:
+    with open_store() as native_store, open_store() as flask_store:
         native_store.update(DATA)
         flask_store.update(DATA)
         native_app, flask_app = create_app(native_store, config), create_app(flask_store, config)
@@ -124,7 +124,7 @@ def test_the_native_routes_answer_as_flask_does(batch, with_token):
 
 
 def test_plain_requests_never_reach_flask(monkeypatch):
-    with StaticStore() as store:
+    with open_store() as store:
         store.update(DATA)
         app = create_app(store, ServerConfig(memory=True, cache_engine="local"))
         native = application(app)

@@ -9,7 +9,8 @@ import pyoxigraph as ox
 import pytest
 
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
-from cqels_endpoint.static_store import GRAPH_FORMATS, RESULTS_FORMATS, MediaFormat, StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
+from static_store import GRAPH_FORMATS, RESULTS_FORMATS, MediaFormat
 
 EX = "http://example.org/"
 
@@ -21,7 +22,7 @@ def chosen(formats, accept):
 
 @pytest.fixture(scope="module")
 def store():
-    with StaticStore() as store:
+    with open_store() as store:
         store.update(f'INSERT DATA {{ <{EX}a> <{EX}p> "1", <{EX}b> }}')
         yield store
 

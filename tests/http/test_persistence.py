@@ -19,7 +19,7 @@ from cqels_endpoint.http.app import create_app
 from cqels_endpoint.http.asgi import application
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.server import serve_in_thread
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 from tests.conftest import LiveEndpoint
 from tests.stored_queries import (
     LV,
@@ -42,7 +42,7 @@ JSON = {"Content-Type": "application/json"}
 def running(data_dir: Path, **fields) -> Iterator[LiveEndpoint]:
     """An app over the on-disk store in ``data_dir``, served on loopback, closed at the end."""
     config = ServerConfig(data_dir=data_dir, port=0, cache_engine="local", rebuild_debounce_ms=0, **fields)
-    store = StaticStore(config.store_path)
+    store = open_store(config.store_path)
     try:
         app = create_app(store, config)
         base_url, stop = serve_in_thread(application(app), "127.0.0.1", 0)

@@ -29,11 +29,11 @@ from operator_scenarios import Recorder
 
 from cqels_endpoint.operators.path import PathWindow
 from cqels_endpoint.operators.reference.path import PathWindow as ReferencePathWindow
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import write_path
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.paths import TripleGraph, compile_path, path_pairs
-from cqels_endpoint.static_store.convert import constant_term
 from cqels_endpoint.terms import IRI, Var
 
 EX = "http://ex.org/"

@@ -368,14 +368,14 @@ def test_parquet_files_are_removed_with_the_last_reference(parquet_engine, data_
 
 def test_an_engine_on_parquet_builds_answers_as_on_local_ones(spark, data_dir) -> None:
     from cqels_endpoint.engine import Engine
+    from cqels_endpoint.oxigraph.requests import open_store
     from cqels_endpoint.spark.job import SparkCacheEngine
     from cqels_endpoint.spark.session import SparkSessionHolder
-    from cqels_endpoint.static_store import StaticStore
 
     text = f"PREFIX : <{EX}> SELECT ?a ?c ?g WHERE {{ STREAM <{EX}s> [RANGE 10ms] {{ ?a :q ?b }} ?b :p ?c OPTIONAL {{ GRAPH ?g {{ ?c :p ?b }} }} }}"
     answers = []
     for cache_engine in (SparkCacheEngine(SparkSessionHolder.wrap(spark), data_dir=data_dir, parquet_rows=0), "local"):
-        store = StaticStore()
+        store = open_store()
         store.load_quads(iter(parquet_store(5)))
         engine = Engine(store=store, cache_engine=cache_engine, rebuild_debounce_ms=10, cache_install_rows=3)
         query = engine.register(text, name="q")

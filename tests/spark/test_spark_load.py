@@ -15,8 +15,9 @@ import pytest
 
 from cqels_endpoint.cli import EXIT_BAD_INPUT, main
 from cqels_endpoint.errors import RdfSyntaxError, UnsupportedMediaType
+from cqels_endpoint.oxigraph.requests import open_store
 from cqels_endpoint.spark.bulk_load import line_format, spark_load
-from cqels_endpoint.static_store import StaticStore
+from static_store import StaticStore
 
 EX = "http://example.org/"
 # Already in both stores before the load: the file's _:b0 must not become this node.
@@ -60,7 +61,7 @@ def changes(event) -> list[tuple]:
 
 
 def two_stores() -> tuple[StaticStore, StaticStore]:
-    stores = StaticStore(), StaticStore()
+    stores = open_store(), open_store()
     for store in stores:
         store.update(PRIOR)
     return stores
@@ -89,7 +90,7 @@ def test_several_partitions_and_runs_are_used(spark, tmp_path: Path) -> None:
     source = write(tmp_path / "data.nq", generated_lines(3000, quads=True))
     assert spark.sparkContext.textFile(source.as_uri(), minPartitions=spark.sparkContext.defaultParallelism) \
         .getNumPartitions() >= 2
-    store = StaticStore()
+    store = open_store()
     spark_load(store, source, spark, run_quads=700)
     blank_subjects = {q.subject for q in store if isinstance(q.subject, ox.BlankNode)}
     assert len(blank_subjects) == 40  # _:b0 … _:b39, each one node across the whole file
@@ -101,7 +102,7 @@ def test_a_malformed_line_loads_nothing_and_names_the_first_bad_line(spark, tmp_
     lines[second - 1] = f"<{EX}s> <{EX}p> <{EX}o> <{EX}g> <{EX}h> ."
     lines[first - 1] = f"<{EX}s> <relative> <{EX}o> ."
     source = write(tmp_path / "bad.nq", lines)
-    store = StaticStore()
+    store = open_store()
     store.update(PRIOR)
     before, version, events = canonical(store), store.version, []
     store.subscribe(events.append)
@@ -110,7 +111,7 @@ def test_a_malformed_line_loads_nothing_and_names_the_first_bad_line(spark, tmp_
     assert raised.value.line == second
     assert f"line {second}" in str(raised.value) and "nothing was loaded" in str(raised.value)
     with pytest.raises(RdfSyntaxError) as normal:
-        StaticStore().load(source)
+        open_store().load(source)
     assert normal.value.line == second  # the same line as the normal load names
     assert (store.version, events, canonical(store)) == (version, [], before)
 
@@ -119,7 +120,7 @@ def test_a_malformed_line_loads_nothing_and_names_the_first_bad_line(spark, tmp_
     with pytest.raises(RdfSyntaxError) as raised:
         spark_load(store, source, spark)
     with pytest.raises(RdfSyntaxError) as normal:
-        StaticStore().load(source)
+        open_store().load(source)
     assert (raised.value.line, raised.value.column) == (normal.value.line, normal.value.column)
     assert (raised.value.line, raised.value.column) == (first, len(f"<{EX}s> ") + 1)
     assert "No scheme found in an absolute IRI" in str(raised.value)

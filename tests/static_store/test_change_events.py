@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from test_update_eval import differences, snapshot
 
 from cqels_endpoint.errors import UpdateError
-from cqels_endpoint.static_store import ChangeEvent, GraphChange, StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
+from static_store import ChangeEvent, GraphChange, StaticStore
 
 EX = "http://example.org/"
 G1, G2 = EX + "g1", EX + "g2"
@@ -20,7 +21,7 @@ G1, G2 = EX + "g1", EX + "g2"
 
 @pytest.fixture
 def store():
-    with StaticStore() as store:
+    with open_store() as store:
         yield store
 
 
@@ -198,7 +199,7 @@ def test_a_failing_observer_is_logged_and_the_write_stands(store, caplog):
     later: list[ChangeEvent] = []
     store.subscribe(broken)
     store.subscribe(later.append)
-    with caplog.at_level(logging.ERROR, logger="cqels_endpoint.static_store.events"):
+    with caplog.at_level(logging.ERROR, logger="static_store.events"):
         event = store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}")
     assert event is not None and len(store) == 1
     assert later == [event]
@@ -259,7 +260,7 @@ _request = st.lists(_operation, min_size=1, max_size=3).map(" ;\n".join)
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_request, min_size=1, max_size=8))
 def test_event_counts_equal_set_differences(requests):
-    with StaticStore() as store:
+    with open_store() as store:
         events: list[ChangeEvent] = []
         store.subscribe(events.append)
         for request in requests:

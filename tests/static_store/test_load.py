@@ -9,7 +9,7 @@ import pytest
 
 from cqels_endpoint.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from cqels_endpoint.errors import RdfSyntaxError, StoreError, UnsupportedMediaType
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
 
 EX = "http://example.org/"
 G = EX + "g"
@@ -43,7 +43,7 @@ def counts(event) -> dict:
 
 @pytest.fixture
 def store():
-    with StaticStore() as store:
+    with open_store() as store:
         yield store
 
 
@@ -204,9 +204,9 @@ def test_progress_bar(store, tmp_path, capsys):
 
 def test_loaded_data_survives_restart(tmp_path):
     path = write(tmp_path / "data.nq", QUADS, ox.RdfFormat.N_QUADS)
-    with StaticStore(tmp_path / "store") as store:
+    with open_store(tmp_path / "store") as store:
         store.load(path)
-    with StaticStore(tmp_path / "store") as reopened:
+    with open_store(tmp_path / "store") as reopened:
         assert canonical(reopened) == canonical(QUADS)
 
 
@@ -218,7 +218,7 @@ def test_cli_load(tmp_path, capsys):
     data_dir = tmp_path / "data-dir"
     assert main(["load", str(path), "--graph", G, "--data-dir", str(data_dir)]) == EXIT_OK
     assert f"2 new quads into <{G}>" in capsys.readouterr().out
-    with StaticStore(data_dir) as store:
+    with open_store(data_dir) as store:
         assert store.named_graphs() == [G] and len(store) == 2
 
 
@@ -230,7 +230,7 @@ def test_cli_load_env_twin_and_default_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["load", str(path), "--quiet"]) == EXIT_OK
     for directory in (tmp_path / "from-env", tmp_path / "cqels-data"):
-        with StaticStore(directory) as store:
+        with open_store(directory) as store:
             assert len(store) == 1
 
 
@@ -240,5 +240,5 @@ def test_cli_load_reports_bad_input(tmp_path, capsys):
     assert main(["load", str(bad), "--data-dir", str(tmp_path / "d")]) == EXIT_BAD_INPUT
     assert "line 1" in capsys.readouterr().err
     assert main(["load", str(tmp_path / "missing.ttl"), "--data-dir", str(tmp_path / "d")]) == EXIT_BAD_INPUT
-    with StaticStore(tmp_path / "d") as store:
+    with open_store(tmp_path / "d") as store:
         assert len(store) == 0

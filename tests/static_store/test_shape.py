@@ -1,4 +1,4 @@
-"""``cqels_endpoint.static_store.shape`` against the project's parser, on every query and update of the W3C suites.
+"""``static_store.shape`` against the project's parser, on every query and update of the W3C suites.
 
 The token scan decides, without parsing, whether pyoxigraph may run a request unchecked and whether
 a query may run in-process under its deadline. It may err only on the safe side: a query it calls
@@ -17,8 +17,8 @@ from cqels_endpoint import parse_query, parse_update
 from cqels_endpoint.errors import QuerySyntaxError
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.visit import walk
-from cqels_endpoint.static_store.shape import query_shape, update_shape
 from cqels_endpoint.terms import BlankNode
+from static_store.shape import query_shape, update_shape
 
 _FORMS = {ast.SelectQuery: "SELECT", ast.AskQuery: "ASK", ast.ConstructQuery: "CONSTRUCT", ast.DescribeQuery: "DESCRIBE"}
 

@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import cqels_endpoint.static_store.store as store_module
+import static_store.store as store_module
 from cqels_endpoint.errors import QuerySyntaxError, RdfSyntaxError
-from cqels_endpoint.static_store import StaticStore
-from cqels_endpoint.static_store.shape import UpdateShape
+from cqels_endpoint.oxigraph.requests import open_store
+from static_store import StaticStore
+from static_store.shape import UpdateShape
 
 EX = "http://example.org/"
 SUBJECTS = [f"<{EX}s{i}>" for i in range(3)] + ["ex:s3"]
@@ -66,7 +67,7 @@ def _outcome(store: StaticStore, text: str):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(data_requests(), min_size=1, max_size=6))
 def test_data_requests_match_the_update_engine(requests):
-    with StaticStore() as fast, StaticStore() as general:
+    with open_store() as fast, open_store() as general:
         for text in requests:
             fast_outcome = _outcome(fast, text)
             with pytest.MonkeyPatch.context() as patch:
@@ -77,7 +78,7 @@ def test_data_requests_match_the_update_engine(requests):
 
 
 def test_a_bad_data_request_is_located_and_writes_nothing():
-    with StaticStore() as store:
+    with open_store() as store:
         with pytest.raises(QuerySyntaxError) as raised:
             store.update(f"INSERT DATA {{\n  <{EX}a> <{EX}p> 1 .\n  <{EX}a> <{EX}p> ?x }}")
         assert raised.value.lineno == 3
@@ -104,11 +105,11 @@ def test_large_bodies_match_the_quad_by_quad_writes(verb, graph, monkeypatch):
         return [(created, _summary(event)) for created, event in
                 (write(graph, body, "application/n-triples") for body in WRITES[verb])]
 
-    with StaticStore() as general:
+    with open_store() as general:
         expected = write_all(general)
         contents = _without_blank_labels(general)
     monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
-    with StaticStore() as large:
+    with open_store() as large:
         assert write_all(large) == expected
         assert _without_blank_labels(large) == contents
 
@@ -133,7 +134,7 @@ def test_a_put_replaced_in_one_transaction_matches_the_quad_by_quad_replace(puts
         return [(created, _summary(event)) for created, event in
                 (store.put_graph(graph, body, media_type) for graph, body in puts)]
 
-    with StaticStore() as quad_by_quad, StaticStore() as swapped:
+    with open_store() as quad_by_quad, open_store() as swapped:
         assert put_all(swapped, "application/n-triples") == put_all(quad_by_quad, "application/n-quads")
         assert _without_blank_labels(swapped) == _without_blank_labels(quad_by_quad)
         assert swapped.named_graphs() == quad_by_quad.named_graphs()
@@ -141,7 +142,7 @@ def test_a_put_replaced_in_one_transaction_matches_the_quad_by_quad_replace(puts
 
 def test_a_malformed_large_post_writes_nothing(monkeypatch):
     monkeypatch.setattr(store_module, "LARGE_BODY_BYTES", 0)
-    with StaticStore() as store:
+    with open_store() as store:
         with pytest.raises(RdfSyntaxError) as raised:
             store.post_graph(EX + "g", _ntriples(100) + b"<oops> .\n", "application/n-triples")
         assert raised.value.line == 102
@@ -152,33 +153,33 @@ def test_a_malformed_large_post_writes_nothing(monkeypatch):
 
 
 def test_versions_survive_a_restart_through_the_log(tmp_path):
-    with StaticStore(tmp_path) as store:
+    with open_store(tmp_path) as store:
         store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}")
         store.update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}a> <{EX}p> 2 }} }}")
         store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 3 }}")
         # Opening and each commit appended a line; the snapshot is written when the store opens and closes only.
         assert len((tmp_path / "versions.log").read_text().splitlines()) == 4
         assert json.loads((tmp_path / "versions.json").read_text())["version"] == 0
-    with StaticStore(tmp_path) as store:
+    with open_store(tmp_path) as store:
         assert (store.version, store.graph_version(None), store.graph_version(EX + "g")) == (3, 3, 2)
 
 
 def test_a_line_cut_short_by_a_crash_is_ignored(tmp_path):
-    with StaticStore(tmp_path) as store:
+    with open_store(tmp_path) as store:
         store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}")
     (tmp_path / "versions.log").write_text('{"v": 2, "g": [null]}\n{"v": 3, "g"')
-    with StaticStore(tmp_path) as store:
+    with open_store(tmp_path) as store:
         # Version 2 from the log, then a new version for every graph: the store was not closed.
         assert (store.version, store.graph_version(None)) == (3, 3)
 
 
 def test_a_log_older_than_the_snapshot_moves_nothing_back(tmp_path):
     # A crash between writing the snapshot and emptying the log leaves lines the snapshot holds.
-    with StaticStore(tmp_path) as store:
+    with open_store(tmp_path) as store:
         for value in range(3):
             store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> {value} }}")
     (tmp_path / "versions.log").write_text('{"v": 1, "g": [null]}\n')
-    with StaticStore(tmp_path) as store:
+    with open_store(tmp_path) as store:
         # 3 from the snapshot, then a new version: a log left behind means the store was not closed.
         assert (store.version, store.graph_version(None)) == (4, 4)
 
@@ -191,7 +192,7 @@ def _rss_mib() -> float:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="resident memory is read from Linux /proc")
 def test_memory_goes_back_after_a_large_write(tmp_path):
     body = _ntriples(300_000)
-    with StaticStore(tmp_path / "data") as store:
+    with open_store(tmp_path / "data") as store:
         store.post_graph(EX + "g", b"", "application/n-triples")  # the store's own baseline allocations
         before = _rss_mib()
         event = store.post_graph(EX + "g", body, "application/n-triples")[1]

@@ -14,7 +14,8 @@ from w3c import SPARQL11, W3CTest
 from w3c import params as w3c_params
 from w3c import select_tests as w3c_tests
 
-from cqels_endpoint.static_store import StaticStore
+from cqels_endpoint.oxigraph.requests import open_store
+from static_store import StaticStore
 
 SUITES = (
     "basic-update",
@@ -75,7 +76,7 @@ def differences(before: dict, after: dict) -> dict[str | None, tuple[int, int]]:
 
 @pytest.mark.parametrize("test", w3c_params(TESTS))
 def test_update_evaluation(test: W3CTest) -> None:
-    with StaticStore() as store:
+    with open_store() as store:
         for path in test.data:
             store.load(path)
         for label, path in test.graph_data:

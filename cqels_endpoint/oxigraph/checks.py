@@ -15,10 +15,9 @@ from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import write_term
 from cqels_endpoint.query.visit import walk
 from cqels_endpoint.terms import IRI, Literal
+from static_store.requests import pyoxigraph_position
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-# pyoxigraph's query syntax errors say "error at 3:14: …" without SyntaxError attributes.
-_OXIGRAPH_POSITION = re.compile(r"at (\d+):(\d+)")
 _UNSUPPORTED_FUNCTION = re.compile(r"custom function <([^>]*)> is not supported")
 # Aggregates our grammar adds for continuous queries that SPARQL 1.1 (and pyoxigraph) lack.
 _EXTENSION_AGGREGATES = frozenset({"MEDIAN"})
@@ -52,10 +51,10 @@ def evaluation_error(kind: str, message: str, text: str, request: ast.Query) -> 
     anything else is the store's (``StoreError``).
     """
     if kind == "SyntaxError":
-        found = _OXIGRAPH_POSITION.search(message)
+        position = pyoxigraph_position(message)
         offset = 0
-        if found is not None:
-            line, column = int(found.group(1)), int(found.group(2))
+        if position is not None:
+            line, column = position
             lines = text.splitlines(keepends=True)
             offset = sum(len(part) for part in lines[: line - 1]) + column - 1
         return QuerySyntaxError.at(f"pyoxigraph cannot evaluate this query: {message}", text, offset)

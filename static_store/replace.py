@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pyoxigraph as ox
 
-from cqels_endpoint.static_store.load import graph_sizes
+from static_store.load import graph_sizes
 
 _REPLACED = ox.NamedNode("urn:cqels-endpoint:replaced")
 _KEPT = f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o GRAPH {_REPLACED} {{ ?s ?p ?o }} }}"

@@ -14,8 +14,8 @@ from typing import Literal as TypingLiteral
 
 import pyoxigraph as ox
 
-from cqels_endpoint.errors import UnsupportedMediaType
-from cqels_endpoint.static_store.formats import GRAPH_MEDIA_TYPES, RESULTS_MEDIA_TYPES, rdf_format, results_format, serialize_graph
+from static_store.errors import UnsupportedMediaType
+from static_store.formats import GRAPH_MEDIA_TYPES, RESULTS_MEDIA_TYPES, rdf_format, results_format, serialize_graph
 
 QueryKind = TypingLiteral["SELECT", "ASK", "CONSTRUCT", "DESCRIBE"]
 

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from cqels_endpoint.errors import QuerySyntaxError, RdfSyntaxError, RemoteAccessError, Span, StoreError, UpdateError
+from cqels_endpoint.oxigraph.terms import constant_term
 from cqels_endpoint.query import ast
 from cqels_endpoint.query.serialize import serialize_query, write_term
-from cqels_endpoint.static_store.convert import GraphTerm, constant_term
-from cqels_endpoint.static_store.events import WriteBatch
-from cqels_endpoint.static_store.load import fetch_document, parse_graph
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
+from static_store.convert import GraphTerm
+from static_store.events import WriteBatch
+from static_store.load import fetch_document, parse_graph
 
 _SUBJECTS = (ox.NamedNode, ox.BlankNode, ox.Triple)
 _GRAPH_NAMES = (ox.NamedNode, ox.DefaultGraph)

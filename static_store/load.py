@@ -26,9 +26,9 @@ from urllib.request import Request, url2pathname, urlopen
 
 import pyoxigraph as ox
 
-from cqels_endpoint.errors import RdfSyntaxError, RemoteAccessError, UnsupportedMediaType
-from cqels_endpoint.static_store.convert import GraphTerm, graph_name
-from cqels_endpoint.static_store.formats import GRAPH_MEDIA_TYPES, essence, rdf_format, rdf_format_for_path
+from static_store.convert import GraphTerm, graph_name
+from static_store.errors import RdfSyntaxError, RemoteAccessError, UnsupportedMediaType
+from static_store.formats import GRAPH_MEDIA_TYPES, essence, rdf_format, rdf_format_for_path
 
 #: Seconds a LOAD waits for a remote server.
 FETCH_TIMEOUT = 30.0

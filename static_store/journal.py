@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 import pyoxigraph as ox
 
-from cqels_endpoint.static_store.convert import GraphTerm
+from static_store.convert import GraphTerm
 
 FILE_NAME = "undo.journal"
 

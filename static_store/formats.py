@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import pyoxigraph as ox
 
-from cqels_endpoint.errors import UnsupportedMediaType
+from static_store.errors import UnsupportedMediaType
 
 T = TypeVar("T")
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from cqels_endpoint.static_store.convert import GraphTerm, graph_name
-from cqels_endpoint.static_store.journal import UndoJournal
-from cqels_endpoint.static_store.load import graph_sizes
+from static_store.convert import GraphTerm, graph_name
+from static_store.journal import UndoJournal
+from static_store.load import graph_sizes
 
 log = logging.getLogger(__name__)
 

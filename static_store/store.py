@@ -6,17 +6,18 @@ queries never take it. Every write that changes the content commits, bumps ``ver
 then, still under the lock so observers see versions in order, emits exactly one ``ChangeEvent``.
 A write that changes nothing emits nothing. Observers should be quick (schedule work, do not do it).
 
-Queries go to pyoxigraph unparsed unless they need the project's checks (``shape``), in this
-process under a deadline or, for shapes that compute long before their first row, in a forked
-child (``timeout``). Writes avoid holding quads in Python where pyoxigraph can do the work: an
+Queries go to pyoxigraph unparsed unless they need the request engine's checks (``shape``,
+``requests``), in this process under a deadline or, for shapes that compute long before their
+first row, in a forked child (``timeout``). Writes avoid holding quads in Python where pyoxigraph can do the work: an
 INSERT DATA / DELETE DATA request is parsed by pyoxigraph and applied in one transaction, a large
 GSP POST is merged by pyoxigraph and counted by graph sizes, a GSP PUT of triples is diffed by
 pyoxigraph and applied in one transaction (``replace``), a GSP DELETE or one DROP/CLEAR of one graph
 is one call, a load uses its bulk loader.
 
-Other Update requests run through the project's engine (``update``). pyoxigraph's Python API has
-no multi-statement transaction, so such a request is applied operation by operation (and undone as
-a whole if one fails): a query running meanwhile may see the state between two of its operations.
+Other Update requests run through the store's request engine (``requests``; cqels_endpoint's is
+``cqels_endpoint.oxigraph.update``). pyoxigraph's Python API has no multi-statement transaction, so
+such a request is applied operation by operation (and undone as a whole if one fails): a query
+running meanwhile may see the state between two of its operations.
 
 A crash never leaves half a request: a write made of one pyoxigraph transaction (INSERT DATA,
 DELETE DATA, a large GSP POST, a GSP PUT of triples, a GSP DELETE, a load of bytes) is atomic in
@@ -39,32 +40,25 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 import pyoxigraph as ox
 
-from cqels_endpoint.errors import EndpointError, GraphNotFound, StoreError
-from cqels_endpoint.query import ast
-from cqels_endpoint.query.parser import parse_query, parse_update
-from cqels_endpoint.static_store.checks import check_request, evaluation_error
-from cqels_endpoint.static_store.convert import GraphTerm, graph_name, graph_term
-from cqels_endpoint.static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes
-from cqels_endpoint.static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
-from cqels_endpoint.static_store.journal import UndoJournal
-from cqels_endpoint.static_store.load import bulk_load, graph_sizes, growth, parse_graph, rdf_syntax_error
-from cqels_endpoint.static_store.replace import replace_graph
-from cqels_endpoint.static_store.results import QueryResult, serialize_evaluation
-from cqels_endpoint.static_store.shape import UpdateShape, query_shape, update_shape
-from cqels_endpoint.static_store.timeout import DeadlineWriter, EvaluationFailed, evaluate_in_child, timeout_message
-from cqels_endpoint.static_store.update import UpdateRequest
-from cqels_endpoint.static_store.versions import VersionLog
+from static_store.convert import GraphTerm, graph_name, graph_term
+from static_store.errors import GraphNotFound, InvalidGraphName, StoreError
+from static_store.events import ChangeEvent, Observer, Observers, WriteBatch, sorted_changes
+from static_store.formats import rdf_format, rdf_format_for_path, serialize_graph
+from static_store.journal import UndoJournal
+from static_store.load import bulk_load, graph_sizes, growth, parse_graph, rdf_syntax_error
+from static_store.replace import replace_graph
+from static_store.requests import PYOXIGRAPH_ONLY, RequestEngine
+from static_store.results import QueryResult, serialize_evaluation
+from static_store.shape import UpdateShape, query_shape, update_shape
+from static_store.timeout import DeadlineWriter, EvaluationFailed, evaluate_in_child, timeout_message
+from static_store.versions import VersionLog
 
 T = TypeVar("T")
-
-# One-shot queries are parsed with streams refused: the error then points to /queries/{name}.
-_parse_one_shot_query = partial(parse_query, allow_streams=False)
 
 #: A write changing this many quads is followed by a flush of the store's in-memory tables.
 LARGE_WRITE_QUADS = 100_000
@@ -87,9 +81,14 @@ _MALLOC_TRIM = _malloc_trim()
 LARGE_BODY_BYTES = 4 << 20
 
 class StaticStore:
-    """The static RDF store: in memory (``path=None``) or on disk in the directory ``path``."""
+    """The static RDF store: in memory (``path=None``) or on disk in the directory ``path``.
 
-    def __init__(self, path: str | os.PathLike | None = None):
+    ``requests``: the SPARQL engine that checks requests and runs Update requests (``requests``);
+    without one, what pyoxigraph alone runs exactly (``requests.PyoxigraphOnly``).
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, requests: RequestEngine | None = None):
+        self._requests = requests or PYOXIGRAPH_ONLY
         self._lock = threading.RLock()
         self._observers = Observers()
         self._counted: tuple[int, int] | None = None  # (version, quads) of the last count
@@ -113,12 +112,12 @@ class StaticStore:
             self._versions.record(self._versions.version + 1, sorted(touched, key=lambda g: (g is not None, g or "")))
 
     @classmethod
-    def wrap(cls, store: ox.Store) -> StaticStore:
+    def wrap(cls, store: ox.Store, *, requests: RequestEngine | None = None) -> StaticStore:
         """A StaticStore over an existing in-memory or on-disk ``pyoxigraph.Store``, read and written in place.
 
         Writes made to ``store`` directly (not through the wrapper) emit no change event.
         """
-        wrapper = cls()
+        wrapper = cls(requests=requests)
         wrapper._store = store
         wrapper._versions = VersionLog(None)
         wrapper._journal = UndoJournal(None)
@@ -216,14 +215,14 @@ class StaticStore:
         FROM/FROM NAMED. With ``timeout`` (seconds; ``None``/0: none) the query is stopped at its
         deadline with ``QueryTimeoutError``, in this process or in a forked child (``timeout``).
         ``custom_functions`` is pyoxigraph's: the extension functions the query may call by IRI
-        (callers above ``runtime`` pass ``runtime.functions.extensions.custom_functions()``).
+        (cqels_endpoint passes ``runtime.functions.extensions.custom_functions()``).
 
-        Plain SPARQL goes to pyoxigraph unparsed; the project's parser and checks see a query first
-        when it needs them (``SERVICE``), and explain any query pyoxigraph refuses, with its position.
+        Plain SPARQL goes to pyoxigraph unparsed; the request engine's parser and checks see a query
+        first when it needs them (``SERVICE``), and explain any query pyoxigraph refuses, with its position.
         """
         shape = query_shape(text)
         if shape.parse_first:
-            check_request(_parse_one_shot_query(text, base_iri), text, allow_remote=allow_remote)
+            self._requests.check_query(text, base_iri, allow_remote=allow_remote)
         options: dict = {"base_iri": base_iri, "custom_functions": custom_functions}
         if default_graph_uris or named_graph_uris:
             options["default_graph"] = [self._protocol_graph(iri) for iri in default_graph_uris or ()]
@@ -243,10 +242,10 @@ class StaticStore:
                 evaluate(sink)
                 payload = sink.getvalue()
         except EvaluationFailed as failure:
-            raise self._refusal(failure.kind, failure.message, text, base_iri, allow_remote, _parse_one_shot_query) from None
+            raise self._requests.refusal(failure.kind, failure.message, text, base_iri, allow_remote=allow_remote, update=False) from None
         except (SyntaxError, OSError, RuntimeError, ValueError) as error:
             message = error.msg if isinstance(error, SyntaxError) else str(error)
-            raise self._refusal(type(error).__name__, message, text, base_iri, allow_remote, _parse_one_shot_query) from None
+            raise self._requests.refusal(type(error).__name__, message, text, base_iri, allow_remote=allow_remote, update=False) from None
         return QueryResult(shape.form, payload)
 
     def solutions(self, text: str, **options) -> ox.QuerySolutions:
@@ -256,7 +255,7 @@ class StaticStore:
         process waiting (half a second for a million rows); here the GIL is free between two
         solutions. Checked as ``query`` checks it (no remote ``SERVICE``)."""
         if query_shape(text).parse_first:
-            check_request(_parse_one_shot_query(text, None), text, allow_remote=False)
+            self._requests.check_query(text, None, allow_remote=False)
         return self._ox.query(text, **options)
 
     # ------------------------------------------------------------------ writing
@@ -283,23 +282,20 @@ class StaticStore:
         shape = update_shape(text)
         if shape.data_kind is not None:
             return self._data_update(text, shape, base_iri, allow_remote)
-        parsed = parse_update(text, base_iri)
-        check_request(parsed, text, allow_remote=allow_remote)
+        prepared = self._requests.prepare_update(text, base_iri, allow_remote=allow_remote)
 
         def run(batch: WriteBatch) -> None:
-            request = UpdateRequest(
+            prepared.run(
                 self._ox,
                 batch,
-                parsed,
                 using_graph_uris=using_graph_uris,
                 using_named_graph_uris=using_named_graph_uris,
                 allow_remote=allow_remote,
                 allow_files=allow_files,
                 custom_functions=custom_functions,
             )
-            request.run()
 
-        return self._write(run, undoable=not _one_step(parsed.operations))[1]
+        return self._write(run, undoable=not prepared.one_step)[1]
 
     def put_graph(
         self, graph: str | None, data: bytes | str, media_type: str, base_iri: str | None = None
@@ -401,7 +397,7 @@ class StaticStore:
             scratch.update(as_insert, base_iri=base_iri)
         except (SyntaxError, OSError, ValueError) as error:
             message = error.msg if isinstance(error, SyntaxError) else str(error)
-            raise self._refusal(type(error).__name__, message, text, base_iri, allow_remote, parse_update) from None
+            raise self._requests.refusal(type(error).__name__, message, text, base_iri, allow_remote=allow_remote, update=True) from None
         quads = list(scratch)
         with self._lock:
             store = self._ox
@@ -417,15 +413,6 @@ class StaticStore:
             for quad in changed:
                 counts.setdefault(graph_name(quad.graph_name), [0, 0])[shape.data_kind == "DELETE"] += 1
             return self._commit({graph: (added, removed) for graph, (added, removed) in counts.items()})
-
-    def _refusal(
-        self, kind: str, message: str, text: str, base_iri: str | None, allow_remote: bool, parse: Callable
-    ) -> Exception:
-        """The error for a request pyoxigraph refused: the project's parser (``parse``) and checks locate
-        what they find wrong (a STREAM, a relative IRI…); otherwise pyoxigraph's own message, located."""
-        parsed = parse(text, base_iri)
-        check_request(parsed, text, allow_remote=allow_remote)
-        return evaluation_error(kind, message, text, parsed)
 
     def _write(self, action: Callable[[WriteBatch], T], *, undoable: bool = True) -> tuple[T, ChangeEvent | None]:
         """Run ``action`` on a fresh batch under the write lock; undo it all if it raises (see
@@ -526,22 +513,13 @@ class StaticStore:
         try:
             return graph_term(graph)
         except ValueError as error:
-            raise EndpointError(f"invalid graph IRI <{graph}>: {error}", 400) from None
+            raise InvalidGraphName(f"invalid graph IRI <{graph}>: {error}") from None
 
     def _protocol_graph(self, iri: str) -> ox.NamedNode:
         try:
             return ox.NamedNode(iri)
         except ValueError as error:
-            raise EndpointError(f"invalid graph IRI <{iri}> in the request's dataset: {error}", 400) from None
-
-
-def _one_step(operations: Sequence[ast.UpdateOperation]) -> bool:
-    """Whether a request needs no undoing (``WriteBatch``): one operation, and not a CLEAR/DROP of
-    ALL or NAMED graphs (one pyoxigraph call per graph: a crash between two must be undone)."""
-    if len(operations) != 1:
-        return False
-    only = operations[0]
-    return not (isinstance(only, ast.Clear | ast.Drop) and only.target.keyword in ("NAMED", "ALL"))
+            raise InvalidGraphName(f"invalid graph IRI <{iri}> in the request's dataset: {error}") from None
 
 
 def _load_triples(target: ox.Store, data: bytes | str, fmt: ox.RdfFormat, term: GraphTerm, base_iri: str | None) -> ox.Store:

@@ -45,7 +45,7 @@ import time
 import warnings
 from collections.abc import Callable
 
-from cqels_endpoint.errors import QueryTimeoutError
+from static_store.errors import QueryTimeoutError
 
 log = logging.getLogger(__name__)
 
