@@ -22,6 +22,7 @@ from static_store.errors import (
     RequestSyntaxError,
     StoreError,
     UnsupportedMediaType,
+    UnsupportedRequest,
     UpdateError,
 )
 
@@ -46,6 +47,7 @@ __all__ = [
     "StoreError",
     "UnknownQueryError",
     "UnsupportedMediaType",
+    "UnsupportedRequest",
     "UpdateError",
 ]
 

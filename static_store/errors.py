@@ -47,6 +47,11 @@ class InvalidGraphName(StoreError):
     """A graph named by a string that is neither an absolute IRI nor ``_:`` and a blank node label."""
 
 
+class UnsupportedRequest(StoreError):
+    """A request the store has no engine for: without a request engine, an Update request other
+    than INSERT DATA and DELETE DATA (over HTTP: 501, the server's configuration, not the request)."""
+
+
 class UnsupportedMediaType(StoreError):
     """An RDF or results media type the store cannot read or write."""
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import pyoxigraph as ox
 
-from static_store.errors import RemoteAccessError, RequestSyntaxError, StoreError
+from static_store.errors import RemoteAccessError, RequestSyntaxError, StoreError, UnsupportedRequest
 from static_store.events import WriteBatch
 
 # pyoxigraph's syntax errors say "error at 3:14: …" without SyntaxError attributes.
@@ -75,7 +75,7 @@ class PyoxigraphOnly:
 
     def prepare_update(self, text: str, base_iri: str | None, *, allow_remote: bool) -> PreparedUpdate:
         msg = "a store without a request engine runs INSERT DATA and DELETE DATA requests only; give it a RequestEngine"
-        raise StoreError(msg)
+        raise UnsupportedRequest(msg)
 
     def refusal(
         self, kind: str, message: str, text: str, base_iri: str | None, *, allow_remote: bool, update: bool

@@ -26,6 +26,7 @@ from cqels_endpoint.errors import (
     RequestSyntaxError,
     StoreError,
     UnsupportedMediaType,
+    UnsupportedRequest,
     UpdateError,
 )
 
@@ -139,6 +140,7 @@ ERROR_ANSWERS: tuple[tuple[type[Exception], Callable[[Exception], HttpError]], .
     (RemoteAccessError, _plain(403)),
     (QueryTimeoutError, _plain(503)),
     (InvalidGraphName, _plain(400)),
+    (UnsupportedRequest, _plain(501)),
     (StoreError, _store_failure),
 )
 

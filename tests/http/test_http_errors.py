@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.app import create_app
+from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.oxigraph.requests import open_store
+from static_store import StaticStore
 
 EX = "http://example.org/"
 
@@ -187,3 +189,20 @@ def test_fuzz_raw_query_strings(client, method: str, path: str, query_string: by
     # WSGI hands the raw bytes over as a latin-1 string.
     response = client.open(path, method=method, environ_overrides={"QUERY_STRING": query_string.decode("latin-1")})
     assert_no_server_error(response, method)
+
+
+def test_an_update_a_store_without_request_engine_cannot_run_is_a_501() -> None:
+    # create_app over a bare static_store.StaticStore (not cqels_endpoint.open_store): the store
+    # runs INSERT DATA and DELETE DATA itself, and refuses the rest as the server's limit.
+    with StaticStore() as store:
+        app = create_app(store, ServerConfig(memory=True, cache_engine="local"))
+        try:
+            client = asgi_client.client(app)
+            insert = client.post("/update", data=f"INSERT DATA {{ <{EX}s> <{EX}p> 1 }}", content_type="application/sparql-update")
+            assert insert.status_code == 204
+            response = client.post("/update", data="DELETE WHERE { ?s ?p ?o }", content_type="application/sparql-update")
+            assert response.status_code == 501
+            assert "request engine" in response.get_json()["error"]
+            assert len(store) == 1
+        finally:
+            endpoint(app).close()
