@@ -33,7 +33,7 @@ import queue
 import re
 import threading
 from collections.abc import Awaitable, Callable
-from functools import partial
+from functools import lru_cache, partial
 from urllib.parse import parse_qsl
 
 from a2wsgi import WSGIMiddleware
@@ -376,7 +376,25 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _only_param(query_string: bytes, name: str) -> str | None:
-    """The value of ``name`` when the query string holds that parameter once and nothing else."""
+    """The value of ``name`` when the query string holds that parameter once and nothing else.
+
+    Short query strings, which clients send again and again, are decoded once: percent-decoding a
+    query text in Python costs a fifth of a point lookup.
+    """
+    if len(query_string) <= _KEPT_QUERY_STRING:
+        return _only_param_kept(query_string, name)
+    return _parse_only_param(query_string, name)
+
+
+_KEPT_QUERY_STRING = 8192
+
+
+@lru_cache(maxsize=1024)
+def _only_param_kept(query_string: bytes, name: str) -> str | None:
+    return _parse_only_param(query_string, name)
+
+
+def _parse_only_param(query_string: bytes, name: str) -> str | None:
     try:
         pairs = parse_qsl(query_string.decode("utf-8"), keep_blank_values=True, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
