@@ -46,7 +46,6 @@ from typing import TypeVar
 import pyoxigraph as ox
 
 from cqels_endpoint.errors import EndpointError, GraphNotFound, StoreError
-from cqels_endpoint.query import ast
 from cqels_endpoint.query.parser import parse_query, parse_update
 from cqels_endpoint.static_store.checks import check_request, evaluation_error
 from cqels_endpoint.static_store.convert import GraphTerm, graph_name, graph_term
@@ -299,7 +298,8 @@ class StaticStore:
             )
             request.run()
 
-        return self._write(run, undoable=not _one_step(parsed.operations))[1]
+        # One operation needs no undoing (``WriteBatch``): nothing after it can fail.
+        return self._write(run, undoable=len(parsed.operations) > 1)[1]
 
     def put_graph(
         self, graph: str | None, data: bytes | str, media_type: str, base_iri: str | None = None
@@ -535,13 +535,6 @@ class StaticStore:
             raise EndpointError(f"invalid graph IRI <{iri}> in the request's dataset: {error}", 400) from None
 
 
-def _one_step(operations: Sequence[ast.UpdateOperation]) -> bool:
-    """Whether a request needs no undoing (``WriteBatch``): one operation, and not a CLEAR/DROP of
-    ALL or NAMED graphs (one pyoxigraph call per graph: a crash between two must be undone)."""
-    if len(operations) != 1:
-        return False
-    only = operations[0]
-    return not (isinstance(only, ast.Clear | ast.Drop) and only.target.keyword in ("NAMED", "ALL"))
 
 
 def _load_triples(target: ox.Store, data: bytes | str, fmt: ox.RdfFormat, term: GraphTerm, base_iri: str | None) -> ox.Store:
