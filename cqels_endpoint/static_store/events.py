@@ -354,8 +354,8 @@ class _Saved:
         final = store.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
         if final == self.triples:
             new = gone = 0
-        elif not final:
-            new, gone = 0, self.triples.count(b"\n")  # one triple a line
+        elif not final or not self.triples:
+            new, gone = final.count(b"\n"), self.triples.count(b"\n")  # one triple a line
         else:
             scratch = ox.Store()
             scratch.load(in_graph(self.triples, _SAVED) + in_graph(final, _FINAL), format=ox.RdfFormat.N_QUADS)
