@@ -11,8 +11,10 @@ Queries go to pyoxigraph unparsed unless they need the request engine's checks (
 first row, in a forked child (``timeout``). Writes avoid holding quads in Python where pyoxigraph can do the work: an
 INSERT DATA / DELETE DATA request is parsed by pyoxigraph and applied in one transaction, a large
 GSP POST is merged by pyoxigraph and counted by graph sizes, a GSP PUT of triples is diffed by
-pyoxigraph and applied in one transaction (``replace``), a GSP DELETE or one DROP/CLEAR of one graph
-is one call, a load uses its bulk loader.
+pyoxigraph and applied in one transaction (``replace``), a GSP DELETE or an Update request of one
+CLEAR/DROP, ADD/COPY/MOVE or LOAD of triples is one pyoxigraph call counted in Rust, a load uses its
+bulk loader. In a request of several operations, a graph that a CLEAR/DROP/ADD/COPY/MOVE rewrites is
+saved first as pyoxigraph's dump of it, never as Python quads (``WriteBatch``).
 
 Other Update requests run through the store's request engine (``requests``; cqels_endpoint's is
 ``cqels_endpoint.oxigraph.update``). pyoxigraph's Python API has no multi-statement transaction, so
@@ -20,8 +22,8 @@ such a request is applied operation by operation (and undone as a whole if one f
 running meanwhile may see the state between two of its operations.
 
 A crash never leaves half a request: a write made of one pyoxigraph transaction (INSERT DATA,
-DELETE DATA, a large GSP POST, a GSP PUT of triples, a GSP DELETE, a load of bytes) is atomic in
-RocksDB, and a write of several (other Update requests, other GSP PUTs and POSTs) journals the
+DELETE DATA, a large GSP POST, a GSP PUT of triples, a GSP DELETE, an Update request of one graph
+operation, a load of bytes) is atomic in RocksDB, and a write of several (other Update requests, other GSP PUTs and POSTs) journals the
 inverse of each step first (``journal``), so the store undoes it when it opens again. Only ``load``
 of a file uses pyoxigraph's bulk loader, which has no transaction: ``cqels load`` killed midway
 leaves part of the file loaded.

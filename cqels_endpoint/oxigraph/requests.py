@@ -56,13 +56,9 @@ class ParsedUpdate:
 
     @property
     def one_step(self) -> bool:
-        """Whether the request needs no undoing (``WriteBatch``): one operation, and not a CLEAR/DROP of
-        ALL or NAMED graphs (one pyoxigraph call per graph: a crash between two must be undone)."""
-        operations = self.update.operations
-        if len(operations) != 1:
-            return False
-        only = operations[0]
-        return not (isinstance(only, ast.Clear | ast.Drop) and only.target.keyword in ("NAMED", "ALL"))
+        """Whether the request needs no undoing (``WriteBatch``): one operation, which is one
+        pyoxigraph transaction (a CLEAR/DROP of ALL or NAMED graphs too), so nothing after it can fail."""
+        return len(self.update.operations) == 1
 
     def run(
         self,

@@ -23,7 +23,7 @@ from cqels_endpoint.query.serialize import serialize_query, write_term
 from cqels_endpoint.terms import IRI, BlankNode, Literal, Var
 from static_store.convert import GraphTerm
 from static_store.events import WriteBatch
-from static_store.load import fetch_document, parse_graph
+from static_store.load import fetch_document, parse_graph, rdf_syntax_error
 
 _SUBJECTS = (ox.NamedNode, ox.BlankNode, ox.Triple)
 _GRAPH_NAMES = (ox.NamedNode, ox.DefaultGraph)
@@ -117,6 +117,8 @@ class UpdateRequest:
                 self._delete_where(operation, quads)
             case ast.Modify():
                 self._modify(operation)
+            case ast.Clear(target) | ast.Drop(target) if target.keyword in ("NAMED", "ALL"):
+                self._batch.empty_all(target.keyword, drop=isinstance(operation, ast.Drop))
             case ast.Clear(target, silent):
                 for graph in self._targets(operation, target, silent):
                     self._batch.clear(graph)
@@ -213,14 +215,9 @@ class UpdateRequest:
     # ------------------------------------------------------------------ graph management
 
     def _targets(self, operation: ast.Clear | ast.Drop, target: ast.GraphTarget, silent: bool) -> list[GraphTerm]:
-        """The graphs a CLEAR/DROP target names; a missing named graph fails unless SILENT."""
-        match target.keyword:
-            case "DEFAULT":
-                return [ox.DefaultGraph()]
-            case "NAMED":
-                return list(self._store.named_graphs())
-            case "ALL":
-                return [ox.DefaultGraph(), *self._store.named_graphs()]
+        """The graph a CLEAR/DROP of DEFAULT or GRAPH names; a missing named graph fails unless SILENT."""
+        if target.keyword == "DEFAULT":
+            return [ox.DefaultGraph()]
         graph = self._iri(target.iri, operation)
         if self._store.contains_named_graph(graph):
             return [graph]
@@ -248,25 +245,23 @@ class UpdateRequest:
             raise self._error(
                 f"{operation.op} <{source.value}>: the store has no such graph (add SILENT to ignore)", operation
             )
-        moved = [
-            ox.Quad(quad.subject, quad.predicate, quad.object, destination)
-            for quad in self._store.quads_for_pattern(None, None, None, source)
-        ]
-        self._batch.create(destination)
-        if operation.op == "ADD":
-            self._batch.add(moved)
-        else:
-            self._batch.replace(destination, set(moved))
-        if operation.op == "MOVE":
-            self._batch.drop(source)
+        self._batch.transfer(operation.op, source, destination)
 
     def _load(self, operation: ast.Load) -> None:
         graph = ox.DefaultGraph() if operation.into is None else self._iri(operation.into, operation)
+        source = f"document <{operation.source.value}>"
         try:
             data, fmt = fetch_document(
                 operation.source.value, allow_remote=self._allow_remote, allow_files=self._allow_files
             )
-            quads = parse_graph(data, fmt, graph, base_iri=operation.source.value, source=f"document <{operation.source.value}>")
+            if not self._batch.undoable and not fmt.supports_datasets:
+                # One operation of triples: pyoxigraph parses and writes it in one transaction.
+                try:
+                    self._batch.load(graph, data, fmt, operation.source.value)
+                except SyntaxError as error:
+                    raise rdf_syntax_error(error, fmt, source) from None
+                return
+            quads = parse_graph(data, fmt, graph, base_iri=operation.source.value, source=source)
         except (StoreError, OSError, ValueError) as error:
             if operation.silent:
                 return  # SILENT: a failing LOAD is a successful no-op

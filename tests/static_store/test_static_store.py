@@ -418,6 +418,27 @@ def test_load_of_malformed_document_is_undone(store, tmp_path):
     assert raised.value.line == 1 and len(store) == size
 
 
+@pytest.mark.parametrize("graph", [None, EX + "loaded"])
+def test_a_malformed_document_loaded_alone_writes_nothing(store, tmp_path, graph):
+    # One LOAD of triples is pyoxigraph's one transaction: the error names the line, nothing is written.
+    document = tmp_path / "bad.nt"
+    document.write_text(f"<{EX}x> <{EX}p> \"1\" .\n<{EX}x> <{EX}p> .\n", encoding="utf-8")
+    before, named = set(store), store.named_graphs()
+    into = "" if graph is None else f" INTO GRAPH <{graph}>"
+    with pytest.raises(RdfSyntaxError) as raised:
+        store.update(f"LOAD <{document.as_uri()}>{into}", allow_files=True)
+    assert raised.value.line == 2 and f"document <{document.as_uri()}>" in str(raised.value)
+    assert store.update(f"LOAD SILENT <{document.as_uri()}>{into}", allow_files=True) is None
+    assert set(store) == before and store.named_graphs() == named
+
+
+def test_a_document_of_no_triples_loaded_alone_makes_the_graph(store, tmp_path):
+    document = tmp_path / "empty.ttl"
+    document.write_text("# nothing\n", encoding="utf-8")
+    assert store.update(f"LOAD <{document.as_uri()}> INTO GRAPH <{EX}empty>", allow_files=True) is None
+    assert store.has_graph(EX + "empty")
+
+
 def test_service_in_update_needs_remote_access(store):
     with pytest.raises(RemoteAccessError):
         store.update("INSERT { ?s ?p ?o } WHERE { SERVICE <http://127.0.0.1:1/sparql> { ?s ?p ?o } }")
