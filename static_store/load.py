@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import re
-from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
@@ -170,19 +169,25 @@ def bulk_load(
     When every graph the document can touch is empty (``graph``, or the whole store for a dataset
     syntax: the first load of a store), the document is parsed once, by the loader, and a syntax
     error is undone by emptying those graphs again (one call each). Otherwise it is parsed once
-    before (each quad dropped as it comes), which is slower but writes nothing until it is known good.
+    before (each quad dropped as it comes, its graph noted), which is slower but writes nothing until
+    it is known good; only the graphs it names are counted before and after, not the whole store.
     """
     # A triple syntax can only touch ``graph``; a dataset syntax may touch any graph.
     touched = None if fmt.supports_datasets else [graph]
-    before = graph_sizes(store, touched)
-    undoable = not any(before.values())
+    undoable = _empty(store, touched)
     size = source.stat().st_size if isinstance(source, Path) else len(source)
     bar = _progress_bar(size if undoable else 2 * size, source, progress)  # one or two passes over the bytes
     named_before = set(store.named_graphs()) if undoable else set()
+    before: dict[GraphTerm, int] = {}
     try:
         if not undoable:
             with _open(source) as raw:
-                deque(ox.parse(_reader(raw, bar), format=fmt, base_iri=base_iri), maxlen=0)
+                named = {quad.graph_name for quad in ox.parse(_reader(raw, bar), format=fmt, base_iri=base_iri)}
+            # The loader puts the document's default graph into ``graph``; a blank node graph name
+            # may be renamed by it, so such a document has every graph counted.
+            if touched is None and not any(isinstance(name, ox.BlankNode) for name in named):
+                touched = [graph if isinstance(name, ox.DefaultGraph) else name for name in named]
+            before = graph_sizes(store, touched)
         with _open(source) as raw:
             store.bulk_load(_reader(raw, bar), format=fmt, base_iri=base_iri, to_graph=graph)
     except SyntaxError as error:
@@ -193,6 +198,13 @@ def bulk_load(
         if bar is not None:
             bar.close()
     return growth(before, graph_sizes(store, touched))
+
+
+def _empty(store: ox.Store, graphs: list[GraphTerm] | None) -> bool:
+    """Whether ``graphs`` (the whole store when None) hold no quad, without counting them."""
+    if graphs is None:
+        return next(iter(store), None) is None
+    return all(next(store.quads_for_pattern(None, None, None, g), None) is None for g in graphs)
 
 
 def _empty_again(store: ox.Store, graphs: list[GraphTerm] | None, named_before: set[ox.NamedNode | ox.BlankNode]) -> None:

@@ -10,6 +10,7 @@ import pytest
 from cqels_endpoint.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from cqels_endpoint.errors import RdfSyntaxError, StoreError, UnsupportedMediaType
 from cqels_endpoint.oxigraph.requests import open_store
+from static_store.convert import graph_name
 
 EX = "http://example.org/"
 G = EX + "g"
@@ -242,3 +243,24 @@ def test_cli_load_reports_bad_input(tmp_path, capsys):
     assert main(["load", str(tmp_path / "missing.ttl"), "--data-dir", str(tmp_path / "d")]) == EXIT_BAD_INPUT
     with open_store(tmp_path / "d") as store:
         assert len(store) == 0
+
+
+@pytest.mark.parametrize("into", [None, EX + "target"])
+@pytest.mark.parametrize("blank_graph", [False, True])
+def test_a_dataset_load_into_a_store_holding_data_counts_exactly_what_it_added(store, tmp_path, into, blank_graph):
+    # Only the graphs the first parse saw are counted (the whole store when a graph is a blank
+    # node, which the loader may rename); the event must still be the exact set difference.
+    store.update(f"INSERT DATA {{ <{EX}a> <{EX}p> 1 . GRAPH <{EX}g1> {{ <{EX}a> <{EX}p> 1 }} GRAPH <{EX}g3> {{ <{EX}z> <{EX}p> 9 }} }}")
+    before = {(q.subject, q.predicate, q.object, q.graph_name) for q in store}
+    extra = f"_:g {{ <{EX}b> <{EX}p> 5 }}\n" if blank_graph else ""
+    data = tmp_path / "data.trig"
+    data.write_text(f"<{EX}a> <{EX}p> 1, 2 .\n<{EX}g1> {{ <{EX}a> <{EX}p> 1, 3 }}\n<{EX}g2> {{ <{EX}c> <{EX}p> 4 }}\n{extra}")
+    event = store.load(data, graph=into)
+    after = {(q.subject, q.predicate, q.object, q.graph_name) for q in store}
+    added: dict[str | None, int] = {}
+    for *_, graph in after - before:
+        added[graph_name(graph)] = added.get(graph_name(graph), 0) + 1
+    assert {change.graph: (change.added, change.removed) for change in event.changes} == {
+        graph: (count, 0) for graph, count in added.items()
+    }
+    assert EX + "g3" not in added
