@@ -9,6 +9,7 @@ import pyoxigraph as ox
 import pytest
 
 from cqels_endpoint.engine import Engine, LimitExceeded, Limits
+from cqels_endpoint.engine.emission import PRUNE_FLOOR
 from cqels_endpoint.runtime.limits import Limits as RuntimeLimits
 
 EX = "http://ex.org/"
@@ -209,3 +210,20 @@ def test_windows_and_the_dictionary_return_to_their_bound_as_windows_expire() ->
     assert max(len(q.snapshot()) for q in queries) <= 10 * 10
     engine.close()
     assert len(engine.dictionary) == baseline
+
+
+def test_the_json_writers_keep_the_texts_of_live_ids_only() -> None:
+    """What the HTTP results path holds per query (issue 31): a JSON-only subscriber has every
+    emission written from ids, and the writer's kept texts follow the window, not every subject
+    ever emitted (a fixed cap of 65,536 made a server's RSS drift for tens of minutes)."""
+    engine = Engine()
+    query = engine.register(f"SELECT ?s ?o WHERE {{ STREAM <{S}> [RANGE 100ms] {{ ?s <{EX}p> ?o }} }}", name="eager")
+    written = []
+    query.subscribe(lambda emission: written.append(emission.json_text()), json_only=True)
+    kept = []
+    for i in range(10_000):  # a new subject every 10 ms: 10 of them live in the window at a time
+        engine.push(S, nt(f"s{i}", "p", f'"{i % 7}"'), time=i * 10)
+        kept.append(len(query.evaluator._writer._texts))
+    assert len(written) == 10_000 and f"{EX}s9999" in written[-1]
+    assert max(kept) <= PRUNE_FLOOR + 1, max(kept)
+    engine.close()
