@@ -1,7 +1,8 @@
 """Memory drift under steady load: does the server's RSS stay flat over a long run of pushes?
 
     python benchmarks/drift.py [--minutes 30] [--rate 1000] [--clients 4] [--interval 0.5]
-                               [--warm-up 60] [--trace DIR] [--out benchmarks/results/drift.md]
+                               [--warm-up 60] [--heap DIR | --trace DIR] [--trace-every 5]
+                               [--serve-option OPTION] [--out benchmarks/results/drift.md]
     python benchmarks/drift.py --compare DIR/snapshot-1.pickle DIR/snapshot-3.pickle [--top 25]
 
 ``cqels serve`` runs as a subprocess (``load.py``'s server: in memory, local cache engine, the same
@@ -21,16 +22,20 @@ median of the last ten seconds), their ratio, the least-squares slope after the 
 achieved against the schedule, push latencies and the subscribers' lag. The target (issue 31): the
 end within 10% of the RSS after the first minute over a 30-minute run.
 
-``--trace DIR`` runs the server under ``tracemalloc`` (25 frames) through this script's launcher
-(``--traced-server``), which dumps a snapshot to ``DIR/snapshot-N.pickle`` on SIGUSR1 (and appends
-the traced and resident sizes to ``DIR/sizes.jsonl``); one is taken at the end of the warm-up, one
-every ``--trace-every`` minutes and one at the end. ``--compare A B`` prints what grew from A to B
-grouped by traceback. Tracing slows the server down: trace at a lower ``--rate``.
+``--heap DIR`` runs the server through this script's launcher (``--heap-server``), which on
+SIGUSR1 appends its RSS and glibc malloc's bytes in use and free (``mallinfo2``: what C, C++ and
+Rust code allocates, and Python objects over 512 bytes) to ``DIR/sizes.jsonl``: in use flat while
+RSS grows is fragmentation, in use growing is memory held. ``--trace DIR`` does the same with the
+server under ``tracemalloc`` (25 frames) and dumps a snapshot to ``DIR/snapshot-N.pickle`` each
+time. The signal comes at the end of the warm-up, every ``--trace-every`` minutes and at the end.
+``--compare A B`` prints what grew from snapshot A to B grouped by traceback. Tracing slows the
+server down: trace at a lower ``--rate``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import http.client
 import json
 import multiprocessing
@@ -51,29 +56,44 @@ from soak import slope
 MIB = 2**20
 
 
-# ------------------------------------------------------------------ the traced server
+# ------------------------------------------------------------------ the server's heap
 
 
-def traced_server(directory: Path, argv: list[str]) -> int:
-    """``cqels argv`` in this process, dumping a tracemalloc snapshot on each SIGUSR1."""
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2``: totals over every malloc arena."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+    )]  # fmt: skip
+
+
+def heap_server(directory: Path, trace: bool, argv: list[str]) -> int:
+    """``cqels argv`` in this process, appending its heap's sizes to ``DIR/sizes.jsonl`` on each
+    SIGUSR1: RSS, glibc malloc's bytes in use and free (``mallinfo2``: C, C++ and Rust
+    allocations, and Python objects over 512 bytes) and, with ``trace``, the bytes tracemalloc
+    traces, dumping its snapshot to ``DIR/snapshot-N.pickle``."""
     import tracemalloc
 
     from cqels_endpoint.cli import main
 
     directory.mkdir(parents=True, exist_ok=True)
+    mallinfo2 = ctypes.CDLL(None).mallinfo2
+    mallinfo2.restype = _MallInfo2
     taken = [0]
 
     def dump(signum, frame) -> None:
         taken[0] += 1
-        snapshot = tracemalloc.take_snapshot()
-        snapshot.dump(str(directory / f"snapshot-{taken[0]}.pickle"))
-        current, peak = tracemalloc.get_traced_memory()
-        sizes = {"snapshot": taken[0], "traced": current, "peak": peak, "overhead": tracemalloc.get_tracemalloc_memory(),
-                 "rss": server_rss(os.getpid())}  # fmt: skip
+        info = mallinfo2()
+        sizes = {"dump": taken[0], "rss": server_rss(os.getpid()), "malloc_in_use": info.uordblks + info.hblkhd,
+                 "malloc_free": info.fordblks, "malloc_arena": info.arena}  # fmt: skip
+        if trace:
+            tracemalloc.take_snapshot().dump(str(directory / f"snapshot-{taken[0]}.pickle"))
+            sizes["traced"], sizes["traced_peak"] = tracemalloc.get_traced_memory()
+            sizes["tracemalloc_overhead"] = tracemalloc.get_tracemalloc_memory()
         with open(directory / "sizes.jsonl", "a", encoding="utf-8") as out:
             out.write(json.dumps(sizes) + "\n")
 
-    if not tracemalloc.is_tracing():
+    if trace and not tracemalloc.is_tracing():
         tracemalloc.start(25)
     signal.signal(signal.SIGUSR1, dump)
     return main(argv)
@@ -197,7 +217,7 @@ def run(args, port: int, server: subprocess.Popen) -> dict:
             read = [value for array in reads for value in array[:]]
             lag = max(counts[name] - value for name, value in zip([n for half in halves for n in half for _ in range(2)], read))
         samples.append((elapsed, server_rss(server.pid), sum(p.events for p in pushers), lag))
-        if args.trace and elapsed >= next_trace:
+        if (args.trace or args.heap) and elapsed >= next_trace:
             server.send_signal(signal.SIGUSR1)
             snapshots.append(elapsed)
             next_trace += 60 * args.trace_every
@@ -208,10 +228,10 @@ def run(args, port: int, server: subprocess.Popen) -> dict:
     failures = [p.failure for p in pushers if p.failure]
     if server.poll() is not None:
         failures.append(f"the server exited with {server.returncode}: {server.stderr.read()[-2000:]}")
-    if args.trace and not failures:
+    if (args.trace or args.heap) and not failures:
         server.send_signal(signal.SIGUSR1)
         snapshots.append(time.monotonic() - started)
-        time.sleep(30)  # a snapshot of a large traced heap takes a while to write
+        time.sleep(30 if args.trace else 1)  # a snapshot of a large traced heap takes a while to write
     stop_reading.set()
     for reader in readers:
         reader.join(30)
@@ -294,16 +314,17 @@ def report(args, where: str, loads: tuple[str, str], result: dict) -> tuple[floa
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--traced-server"]:
-        sys.exit(traced_server(Path(sys.argv[2]), sys.argv[3:]))
+    if sys.argv[1:2] == ["--heap-server"]:
+        sys.exit(heap_server(Path(sys.argv[2]), sys.argv[3] == "trace", sys.argv[4:]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30, help="length of the run (default 30)")
     parser.add_argument("--rate", type=int, default=1000, help="events per second, all clients (default 1000)")
     parser.add_argument("--clients", type=int, default=4, choices=range(1, 5), metavar="1..4")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between two batches of a client")
     parser.add_argument("--warm-up", type=float, default=60, help="seconds before the reference RSS (default 60)")
-    parser.add_argument("--trace", type=Path, metavar="DIR", help="run the server under tracemalloc, snapshots in DIR")
-    parser.add_argument("--trace-every", type=float, default=5, help="minutes between two snapshots (default 5)")
+    parser.add_argument("--heap", type=Path, metavar="DIR", help="record the server's malloc sizes in DIR/sizes.jsonl")
+    parser.add_argument("--trace", type=Path, metavar="DIR", help="--heap, and the server under tracemalloc, snapshots in DIR")
+    parser.add_argument("--trace-every", type=float, default=5, help="minutes between two --heap/--trace records (default 5)")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("A", "B"), help="what grew from snapshot A to B")
     parser.add_argument("--top", type=int, default=25, help="lines shown by --compare")
     parser.add_argument("--serve-option", action="append", default=[], metavar="OPTION",
@@ -318,8 +339,10 @@ def main() -> None:
     where = machine()
     before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     python = (sys.executable, "-m", "cqels_endpoint.cli")
-    if args.trace:
-        python = (sys.executable, str(Path(__file__).resolve()), "--traced-server", str(args.trace.resolve()))
+    heap = args.trace or args.heap
+    if heap:
+        mode = "trace" if args.trace else "sizes"
+        python = (sys.executable, str(Path(__file__).resolve()), "--heap-server", str(heap.resolve()), mode)
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
         server = start_server(port, data_dir, python, tuple(args.serve_option))
