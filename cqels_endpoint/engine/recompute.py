@@ -6,6 +6,8 @@ holding exactly the triples of that pattern's window — for a pattern of a ``ST
 per stream it has read, ``urn:cqels:window:<query>:<id>:<stream>``. The store is kept up to date
 incrementally (``on_insert``/``on_expire`` add and remove window triples; a triple pushed twice
 stays until both copies have left), and the static part is copied again after a change event.
+pyoxigraph's in-memory store keeps what a removed quad took, so the store is built again from the
+quads it holds once the removals outnumber twice those (``_compact``).
 
 The query text is the optimised algebra written by ``algebra.to_sparql``, after two rewrites:
 
