@@ -97,11 +97,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(port: int, data_dir: str) -> subprocess.Popen:
+def start_server(
+    port: int, data_dir: str, python: tuple[str, ...] = (sys.executable, "-m", "cqels_endpoint.cli"), options: tuple[str, ...] = ()
+) -> subprocess.Popen:
+    """``cqels serve`` on ``port``, run by ``python`` (the interpreter and what it runs: the cqels
+    CLI, or ``drift.py``'s traced launcher of it), with ``options`` after this benchmark's own."""
     command = [
-        sys.executable, "-m", "cqels_endpoint.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+        *python, "serve", "--host", "127.0.0.1", "--port", str(port),
         "--memory", "--data-dir", data_dir, "--cache-engine", "local", "--threads", "48",
-        "--subscriber-queue", "200000", "--keepalive-s", "5",
+        "--subscriber-queue", "200000", "--keepalive-s", "5", *options,
     ]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

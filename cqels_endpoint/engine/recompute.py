@@ -6,6 +6,8 @@ holding exactly the triples of that pattern's window — for a pattern of a ``ST
 per stream it has read, ``urn:cqels:window:<query>:<id>:<stream>``. The store is kept up to date
 incrementally (``on_insert``/``on_expire`` add and remove window triples; a triple pushed twice
 stays until both copies have left), and the static part is copied again after a change event.
+pyoxigraph's in-memory store keeps what a removed quad took, so the store is built again from the
+quads it holds once the removals outnumber twice those (``_compact``).
 
 The query text is the optimised algebra written by ``algebra.to_sparql``, after two rewrites:
 
@@ -72,6 +74,9 @@ from cqels_endpoint.terms import IRI, Var
 
 Row = dict[str, ox.NamedNode | ox.BlankNode | ox.Literal]
 
+# Window quads removed before the store is first rebuilt (``RecomputeEvaluator._compact``).
+COMPACT_FLOOR = 4096
+
 
 def seq_graph_iri(query_name: str, index: int) -> str:
     """The IRI of the named graph holding the matches of SEQ ``index`` of the query."""
@@ -134,6 +139,8 @@ class RecomputeEvaluator:
         self._rows: list[Row] = []
         self._counts: Counter = Counter()
         self.evaluations = 0
+        self._removed = 0  # window quads removed from the store since it was built (``_compact``)
+        self._built = 0  # the quads it was built with
 
     # ------------------------------------------------------------------ the Evaluator protocol
 
@@ -162,6 +169,20 @@ class RecomputeEvaluator:
         if copies[quad] == 0:
             del copies[quad]
             self.store.remove(quad)
+            self._removed += 1
+            if self._removed >= max(COMPACT_FLOOR, 2 * self._built):
+                self._compact()
+
+    def _compact(self) -> None:
+        """The store built again from the quads it holds: pyoxigraph's in-memory store keeps what a
+        removed quad took (about 420 bytes, its new terms included), so a window sliding over new
+        subjects grew it without end (issue 31: ~0.8 KB per event of ``load.py``'s sample query).
+        Rebuilt once the removals outnumber twice the quads of the last build, it holds at most
+        that much dead weight, for O(1) copying per removal amortised."""
+        quads = list(self.store)
+        self.store = ox.Store()
+        self.store.extend(quads)
+        self._removed, self._built = 0, len(quads)
 
     def _stream_graph(self, pattern_id: int, stream: str) -> ox.NamedNode:
         """The window graph of ``STREAM ?s`` pattern ``pattern_id`` on ``stream``; the first time,

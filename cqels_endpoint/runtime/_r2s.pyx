@@ -37,28 +37,64 @@ cdef enum:
     KIND_OTHER = -1
 
 
+# Texts an _IdTexts holds before it first prunes (emission.PRUNE_FLOOR).
+cdef enum:
+    PRUNE_FLOOR = 1 << 12
+
+
 cdef class _IdTexts:
-    """A text per term id (emission._IdTexts), bounded: cleared when full."""
+    """A text per term id (emission._IdTexts), bounded by the live ids it holds: when it reaches its
+    limit it keeps only the texts of ids whose dictionary entry lives, and clears when those fill
+    over half of ``capacity``."""
 
     cdef object _dictionary
+    cdef TermDictionary _compiled  # None when the dictionary is the twin
     cdef object _write
     cdef unordered_map[int64_t, string] _texts
     cdef size_t _capacity
+    cdef size_t _limit
 
     def __init__(self, dictionary, write, size_t capacity):
         self._dictionary = dictionary
+        self._compiled = dictionary if isinstance(dictionary, TermDictionary) else None
         self._write = write
         self._capacity = capacity
+        self._limit = min(capacity, <size_t>PRUNE_FLOOR)
+
+    def __len__(self):
+        return self._texts.size()
 
     cdef const string* text(self, int64_t term_id) except NULL:
         cdef unordered_map[int64_t, string].iterator found = self._texts.find(term_id)
         if found != self._texts.end():
             return &deref(found).second
         cdef string text = (<str>self._write(self._dictionary.decode(term_id))).encode("utf-8")
-        if self._texts.size() >= self._capacity:
-            self._texts.clear()
+        if self._texts.size() >= self._limit:
+            self._prune()
         self._texts[term_id] = text
         return &self._texts[term_id]
+
+    cdef int _prune(self) except -1:
+        cdef vector[int64_t] dead
+        cdef int64_t term_id
+        for item in self._texts:
+            term_id = item.first
+            if not self._live(term_id):
+                dead.push_back(term_id)
+        for term_id in dead:
+            self._texts.erase(term_id)
+        if 2 * self._texts.size() > self._capacity:
+            self._texts.clear()
+        self._limit = min(self._capacity, max(<size_t>PRUNE_FLOOR, 2 * self._texts.size()))
+        return 0
+
+    cdef bint _live(self, int64_t term_id) except -1:
+        # Inline ids (negative) are dropped too: one text per distinct value would pile up as well.
+        if term_id < 0:
+            return False
+        if self._compiled is not None:
+            return self._compiled._entry(term_id) != NULL
+        return self._dictionary.refcount(term_id) > 0
 
 
 cdef class BindingsWriter:
@@ -66,7 +102,7 @@ cdef class BindingsWriter:
     emission.BindingsWriterPython)."""
 
     cdef vector[string] _keys
-    cdef _IdTexts _texts
+    cdef readonly _IdTexts _texts  # readable for the tests of its bound
 
     def __init__(self, dictionary, schema, capacity=1 << 16):
         for name in schema:
@@ -120,7 +156,7 @@ cdef class TemplateWriter:
 
     cdef vector[vector[Part]] _template
     cdef int _blanks
-    cdef _IdTexts _texts
+    cdef readonly _IdTexts _texts  # readable for the tests of its bound
 
     def __init__(self, dictionary, schema, template, capacity=1 << 16):
         positions = {name: i for i, name in enumerate(schema)}

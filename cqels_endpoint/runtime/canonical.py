@@ -56,6 +56,12 @@ _SUBJECT = ox.NamedNode("urn:cqels:canonical")
 _GRAPH = ox.DefaultGraph()
 _STORE = ox.Store()
 _LOCK = threading.Lock()  # several engines (threads) may canonicalise at once through _STORE
+# Canonicalisations through one _STORE before it is replaced by a fresh one: pyoxigraph's in-memory
+# store keeps what a removed quad took (about 350 bytes a new literal), so one store for the
+# process grew with every distinct literal canonicalised (issue 31). Empty between two calls, a
+# fresh store answers the same; this bounds the dead weight to about 1.5 MB.
+_STORE_USES = 4096
+_uses = 0
 _literals: dict[ox.Literal, ox.Literal] = {}
 _triples: dict[ox.Triple, ox.Triple] = {}
 _forms: dict[str, str] = {}
@@ -76,11 +82,15 @@ def positional_double(lexical: str, max_digits: int) -> str | None:
 
 
 def _stored(term: ox.Literal | ox.Triple) -> ox.Literal | ox.Triple:
+    global _STORE, _uses
     quad = ox.Quad(_SUBJECT, _SUBJECT, term, _GRAPH)
     with _LOCK:
         _STORE.add(quad)
         stored = next(_STORE.quads_for_pattern(_SUBJECT, _SUBJECT, None, _GRAPH)).object
         _STORE.remove(quad)
+        _uses += 1
+        if _uses >= _STORE_USES:
+            _STORE, _uses = ox.Store(), 0
     return stored
 
 

@@ -9,6 +9,8 @@ import pyoxigraph as ox
 import pytest
 
 from cqels_endpoint.engine import Engine, LimitExceeded, Limits
+from cqels_endpoint.engine.emission import PRUNE_FLOOR
+from cqels_endpoint.engine.recompute import COMPACT_FLOOR
 from cqels_endpoint.runtime.limits import Limits as RuntimeLimits
 
 EX = "http://ex.org/"
@@ -209,3 +211,48 @@ def test_windows_and_the_dictionary_return_to_their_bound_as_windows_expire() ->
     assert max(len(q.snapshot()) for q in queries) <= 10 * 10
     engine.close()
     assert len(engine.dictionary) == baseline
+
+
+def test_the_json_writers_keep_the_texts_of_live_ids_only() -> None:
+    """What the HTTP results path holds per query (issue 31): a JSON-only subscriber has every
+    emission written from ids, and the writer's kept texts follow the window, not every subject
+    ever emitted (a fixed cap of 65,536 made a server's RSS drift for tens of minutes)."""
+    engine = Engine()
+    query = engine.register(f"SELECT ?s ?o WHERE {{ STREAM <{S}> [RANGE 100ms] {{ ?s <{EX}p> ?o }} }}", name="eager")
+    written = []
+    query.subscribe(lambda emission: written.append(emission.json_text()), json_only=True)
+    kept = []
+    for i in range(10_000):  # a new subject every 10 ms: 10 of them live in the window at a time
+        engine.push(S, nt(f"s{i}", "p", f'"{i % 7}"'), time=i * 10)
+        kept.append(len(query.evaluator._writer._texts))
+    assert len(written) == 10_000 and f"{EX}s9999" in written[-1]
+    assert max(kept) <= PRUNE_FLOOR + 1, max(kept)
+    engine.close()
+
+
+def test_the_recompute_store_is_rebuilt_as_its_windows_slide() -> None:
+    """pyoxigraph's in-memory store keeps what a removed quad took, so the recompute oracle's store
+    is rebuilt from what it holds once removals outnumber twice that (issue 31): over 12,000
+    expired triples it was rebuilt, it holds the window and the static data only, and it emits
+    what the incremental evaluator emits, every time."""
+    store = ox.Store()
+    rooms = [ox.NamedNode(f"{EX}room{k}") for k in range(7)]
+    for k, room in enumerate(rooms):
+        store.add(ox.Quad(room, ox.NamedNode(EX + "floor"), ox.Literal(k % 3), ox.NamedNode(EX + "g")))
+    engine = Engine(store)
+    text = f"""SELECT ?f (COUNT(*) AS ?n) WHERE {{
+      STREAM <{S}> [RANGE 100ms] {{ ?s <{EX}p> ?room }} GRAPH <{EX}g> {{ ?room <{EX}floor> ?f }}
+    }} GROUP BY ?f"""
+    seen = {}
+    for mode in ("incremental", "recompute"):
+        query = engine.register(text, name=mode, mode=mode)
+        seen[mode] = []
+        query.subscribe(lambda emission, out=seen[mode]: out.append((emission.time, sorted(map(str, emission.to_json()["results"]["bindings"])))))
+    oracle = engine.queries["recompute"].evaluator
+    for i in range(12_000):  # a new subject every 10 ms, 10 in the window
+        engine.push(S, nt(f"s{i}", "p", f"<{rooms[i % 7].value}>"), time=i * 10)
+    assert seen["recompute"] == seen["incremental"] and len(seen["incremental"]) > 5_000
+    assert 0 < oracle._built <= 10 + len(rooms)  # rebuilt with the window's triples and the static copy
+    assert oracle._removed < COMPACT_FLOOR
+    assert len(oracle.store) == 10 + len(rooms)
+    engine.close()

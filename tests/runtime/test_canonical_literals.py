@@ -242,3 +242,15 @@ def test_positional_doubles_are_rewritten_as_text_as_the_store_does(lexical, nam
     rewritten = canonical.positional_double(lexical, digits)
     if rewritten is not None:
         assert rewritten == stored(typed(lexical, name)).value
+
+
+def test_the_canonicalising_store_is_replaced_and_answers_the_same(monkeypatch):
+    # pyoxigraph's in-memory store keeps what a removed quad took, so the process's canonicalising
+    # store is replaced every _STORE_USES literals (issue 31); across replacements each literal
+    # still reads as a Store round trip gives it.
+    monkeypatch.setattr(canonical, "_STORE_USES", 7)
+    first = canonical._STORE
+    literals = [typed(f"2024-01-01T00:00:{k % 60:02d}.{k:07d}+02:00", "dateTime") for k in range(50)]
+    literals += [typed(f"{k}.50", "decimal") for k in range(50)]
+    assert [canonical.canonical_literal(literal) for literal in literals] == [stored(literal) for literal in literals]
+    assert canonical._STORE is not first

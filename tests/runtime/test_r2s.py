@@ -1,11 +1,12 @@
 """The compiled R2S writers (``runtime/_r2s.pyx``) write the text of their twins
 (``engine.emission.BindingsWriterPython``, ``TemplateWriterPython``) for the same rows of ids."""
 
+import pyoxigraph as ox
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqels_endpoint.engine.emission import BindingsWriterPython, TemplateWriterPython
+from cqels_endpoint.engine.emission import PRUNE_FLOOR, BindingsWriterPython, TemplateWriterPython
 from cqels_endpoint.runtime import _dictionary, _r2s
 from cqels_endpoint.runtime.encoding import TermDictionaryPython
 from tests.engine.test_emission_json import SCHEMA, canonical_blank_nodes, templates
@@ -41,3 +42,23 @@ def test_compiled_template_writer_writes_the_twins_triples(new_dictionary, templ
     id_rows = encoded(dictionary, drawn)
     for _ in range(2):
         assert canonical_blank_nodes(compiled.write(id_rows)) == canonical_blank_nodes(twin.write(id_rows))
+
+
+@pytest.mark.parametrize("new_writer", [_r2s.BindingsWriter, BindingsWriterPython], ids=["compiled", "twin"])
+@pytest.mark.parametrize("new_dictionary", [_dictionary.TermDictionary, TermDictionaryPython], ids=["compiled", "python"])
+def test_kept_texts_are_bounded_by_the_live_ids(new_writer, new_dictionary):
+    # ISTREAM over a sliding window: every row brings a new subject, written once, whose entry the
+    # dictionary releases when it leaves the window. The texts kept follow the live ids, not the
+    # ids ever written (the writer's capacity, 65,536, took 44 minutes of load to reach).
+    dictionary = new_dictionary()
+    writer = new_writer(dictionary, SCHEMA)
+    value = dictionary.encode(ox.NamedNode("http://example.org/hot"))
+    live, held = 1000, []
+    for k in range(30_000):
+        subject = dictionary.encode(ox.NamedNode(f"http://example.org/e{k}"))
+        held.append(subject)
+        if len(held) > live:
+            dictionary.decref(held.pop(0))
+        text = writer.write([(subject, value, dictionary.encode(ox.Literal(k)))])  # an inline id a value
+        assert f'"http://example.org/e{k}"' in text and f'"{k}"' in text
+        assert len(writer._texts) <= max(PRUNE_FLOOR, 2 * (live + 1)) + 1
