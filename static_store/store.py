@@ -10,7 +10,7 @@ Queries go to pyoxigraph unparsed unless they need the request engine's checks (
 ``requests``), in this process under a deadline or, for shapes that compute long before their
 first row, in a forked child (``timeout``). Writes avoid holding quads in Python where pyoxigraph can do the work: an
 INSERT DATA / DELETE DATA request is parsed by pyoxigraph and applied in one transaction, a large
-GSP POST is merged by pyoxigraph and counted by graph sizes, a GSP PUT of triples is diffed by
+GSP POST is merged by pyoxigraph and counted by graph sizes, a GSP PUT into an IRI or the default graph is diffed by
 pyoxigraph and applied in one transaction (``replace``), a GSP DELETE or an Update request of one
 CLEAR/DROP, ADD/COPY/MOVE or LOAD of triples is one pyoxigraph call counted in Rust, a load uses its
 bulk loader. In a request of several operations, a graph that a CLEAR/DROP/ADD/COPY/MOVE rewrites is
@@ -22,8 +22,9 @@ such a request is applied operation by operation (and undone as a whole if one f
 running meanwhile may see the state between two of its operations.
 
 A crash never leaves half a request: a write made of one pyoxigraph transaction (INSERT DATA,
-DELETE DATA, a large GSP POST, a GSP PUT of triples, a GSP DELETE, an Update request of one graph
-operation, a load of bytes) is atomic in RocksDB, and a write of several (other Update requests, other GSP PUTs and POSTs) journals the
+DELETE DATA, a large GSP POST, a GSP PUT into an IRI or the default graph, a GSP DELETE, an Update
+request of one graph operation, a load of bytes) is atomic in RocksDB, and a write of several
+(other Update requests, a GSP PUT into a blank-node graph, small GSP POSTs) journals the
 inverse of each step first (``journal``), so the store undoes it when it opens again. Only ``load``
 of a file uses pyoxigraph's bulk loader, which has no transaction: ``cqels load`` killed midway
 leaves part of the file loaded.
@@ -438,8 +439,15 @@ class StaticStore:
         counts as creating it: the Graph Store Protocol answers 201 then, as for a new named graph."""
         fmt = rdf_format(media_type)
         term = self._graph(graph)
-        if replace and not fmt.supports_datasets and not isinstance(term, ox.BlankNode):
-            return self._put_triples(term, _load_triples(ox.Store(), data, fmt, ox.DefaultGraph(), base_iri))
+        if replace and not isinstance(term, ox.BlankNode):
+            if fmt.supports_datasets:
+                # A dataset syntax's body holds one graph (``parse_graph`` refuses a named one,
+                # naming its line); its triples are replaced as a triple syntax's are.
+                triples = ox.Store()
+                triples.extend(parse_graph(data, fmt, ox.DefaultGraph(), base_iri))
+            else:
+                triples = _load_triples(ox.Store(), data, fmt, ox.DefaultGraph(), base_iri)
+            return self._put_triples(term, triples)
         large = not fmt.supports_datasets and len(data) >= LARGE_BODY_BYTES
         if large and not replace:
             return self._merge_large(term, data, fmt, base_iri)

@@ -20,6 +20,7 @@ import static_store.store as store_module
 from cqels_endpoint.errors import QuerySyntaxError, RdfSyntaxError
 from cqels_endpoint.oxigraph.requests import open_store
 from static_store import StaticStore
+from static_store.events import GraphChange
 from static_store.shape import UpdateShape
 
 EX = "http://example.org/"
@@ -124,20 +125,52 @@ _put_triples = st.lists(
 ).map(lambda triples: "".join(f"{s} <{EX}p> {o} .\n" for s, o in triples).encode())
 
 
+@pytest.mark.parametrize("media_type", ["application/n-triples", "application/n-quads"])
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([None, EX + "g"]), _put_triples), min_size=1, max_size=6))
-def test_a_put_replaced_in_one_transaction_matches_the_quad_by_quad_replace(puts):
-    """N-Triples PUTs take ``replace.replace_graph``; the same lines as N-Quads (a dataset syntax)
-    ``WriteBatch.replace``, quad by quad: same created flags, change events and content."""
-    def put_all(store: StaticStore, media_type: str):
-        store.post_graph(EX + "other", f"<{EX}s0> <{EX}p> <{EX}o0> .".encode(), "application/n-triples")
-        return [(created, _summary(event)) for created, event in
-                (store.put_graph(graph, body, media_type) for graph, body in puts)]
+def test_puts_replace_a_graph_as_a_model_of_sets_says(media_type, puts):
+    """PUTs of triples, in a triple syntax or as a dataset syntax's default graph, both taken by
+    ``replace.replace_graph`` in one transaction, against a model: a graph is a set of triples, blank
+    nodes fresh in each body; a PUT creates a named graph it does not find (the default graph: when
+    it is empty) and changes ``new - old`` in, ``old - new`` out, one change event if any."""
+    prelude = f"<{EX}s0> <{EX}p> <{EX}o0> .".encode()
+    with open_store() as store:
+        store.post_graph(EX + "other", prelude, "application/n-triples")
+        outcomes = [(created, _summary(event)) for created, event in
+                    (store.put_graph(graph, body, media_type) for graph, body in puts)]
+        expected_outcomes, graphs = _modelled_puts(prelude, puts)
+        assert outcomes == expected_outcomes
+        assert _without_blank_labels(store) == sorted(
+            _label_free(ox.Quad(t.subject, t.predicate, t.object, ox.DefaultGraph() if g is None else ox.NamedNode(g)))
+            for g, triples in graphs.items() for t in triples
+        )
+        assert set(store.named_graphs()) == {g for g in graphs if g is not None}
 
-    with open_store() as quad_by_quad, open_store() as swapped:
-        assert put_all(swapped, "application/n-triples") == put_all(quad_by_quad, "application/n-quads")
-        assert _without_blank_labels(swapped) == _without_blank_labels(quad_by_quad)
-        assert swapped.named_graphs() == quad_by_quad.named_graphs()
+
+def _label_free(quad: ox.Quad) -> str:
+    """A quad as ``_without_blank_labels`` writes it."""
+    return f"_ {quad.predicate} {quad.object} {quad.graph_name}" if isinstance(quad.subject, ox.BlankNode) else str(quad)
+
+
+def _triples(body: bytes) -> set[ox.Triple]:
+    return set(ox.parse(body, format=ox.RdfFormat.N_TRIPLES, rename_blank_nodes=True))
+
+
+def _modelled_puts(prelude: bytes, puts) -> tuple[list, dict[str | None, set[ox.Triple]]]:
+    """The outcome of each PUT, and the graphs' contents after them, by the model."""
+    graphs: dict[str | None, set[ox.Triple]] = {None: set(), EX + "other": _triples(prelude)}
+    version, outcomes = 1, []  # the POST of the prelude made version 1
+    for graph, body in puts:
+        old, new = graphs.get(graph, set()), _triples(body)
+        created = graph not in graphs if graph is not None else not old
+        graphs[graph] = new
+        added, removed = len(new - old), len(old - new)
+        if added or removed:
+            version += 1
+            outcomes.append((created, (version, (GraphChange(graph, added, removed),))))
+        else:
+            outcomes.append((created, None))
+    return outcomes, graphs
 
 
 def test_a_malformed_large_post_writes_nothing(monkeypatch):
