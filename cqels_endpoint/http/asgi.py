@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import queue
 import re
@@ -44,7 +43,7 @@ from werkzeug.sansio.utils import get_host
 from cqels_endpoint.http.auth import denial_reason, write_refusal
 from cqels_endpoint.http.context import Endpoint, endpoint
 from cqels_endpoint.http.cors import CorsMiddleware
-from cqels_endpoint.http.errors import HttpError, http_error, too_large_message
+from cqels_endpoint.http.errors import HttpError, http_error, json_body, too_large_message
 from cqels_endpoint.http.negotiation import choose
 from cqels_endpoint.http.params import base_iri_of, is_utf8_charset
 from cqels_endpoint.http.results import open_results
@@ -430,9 +429,7 @@ async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], 
 
 
 async def _json(send: Send, status: int, data: object, head: bool = False) -> None:
-    # As Flask's jsonify writes it (compact, ASCII, a final newline).
-    body = json.dumps(data, separators=(",", ":")).encode() + b"\n"
-    await _respond(send, status, [(b"content-type", _JSON)], body, head)
+    await _respond(send, status, [(b"content-type", _JSON)], json_body(data), head)
 
 
 async def _error(send: Send, error: HttpError) -> None:

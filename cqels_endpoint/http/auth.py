@@ -13,11 +13,11 @@ import functools
 import hmac
 from collections.abc import Callable
 
-from flask import Response, abort, request
+from flask import request
 
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.http.context import endpoint
-from cqels_endpoint.http.errors import HttpError, error_response
+from cqels_endpoint.http.errors import HttpError
 
 READ_ONLY_MESSAGE = (
     "this server is read-only (started with --read-only): {method} {path} would write and is refused; "
@@ -38,14 +38,6 @@ def denial_reason(authorization: str | None, token: str | None) -> tuple[str, bo
     return None
 
 
-def write_denial() -> Response | None:
-    """The 403 (read-only server) or 401 response for the current request, or None when it may write."""
-    denied = write_refusal(endpoint().config, request.method, request.path, request.headers.get("Authorization"))
-    if denied is None:
-        return None
-    return error_response(denied.status, denied.message, headers=denied.headers)
-
-
 def write_refusal(config: ServerConfig, method: str, path: str, authorization: str | None) -> HttpError | None:
     """Why a write request (``method path`` with this ``Authorization``) is refused: 403 on a
     read-only server, 401 with its challenge without the token; None when it may write."""
@@ -60,10 +52,10 @@ def write_refusal(config: ServerConfig, method: str, path: str, authorization: s
 
 
 def require_write_access() -> None:
-    """Abort with 403 or 401 unless the current request may write."""
-    denial = write_denial()
-    if denial is not None:
-        abort(denial)
+    """Raise the 403 or 401 (``write_refusal``) unless the current request may write."""
+    refused = write_refusal(endpoint().config, request.method, request.path, request.headers.get("Authorization"))
+    if refused is not None:
+        raise refused
 
 
 def write_access(view: Callable) -> Callable:

@@ -16,8 +16,9 @@ Writes still need the bearer token: CORS only lets a page send it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
+
+from cqels_endpoint.http.errors import HttpError
 
 ALLOWED_METHODS = "GET, HEAD, POST, PUT, DELETE"
 ALLOWED_HEADERS = "Authorization, Content-Type, Accept, Last-Event-ID"
@@ -65,7 +66,7 @@ class CorsMiddleware:
     async def _preflight(self, origin: str, allow: str | None, send: Callable) -> None:
         if allow is None:
             message = f"origin {origin!r} may not call this server; it allows {', '.join(sorted(self._origins))} (--cors-origin)"
-            body = json.dumps({"error": message, "line": None, "column": None}).encode()
+            body = HttpError(403, message).body()
             await send({"type": "http.response.start", "status": 403, "headers": [
                 (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"vary", b"Origin"),
             ]})

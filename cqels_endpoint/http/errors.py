@@ -107,8 +107,13 @@ class HttpError(Exception):
         self.headers = headers or {}
 
     def body(self) -> bytes:
-        # As Flask's jsonify writes it, so both kinds of route answer byte for byte alike.
-        return json.dumps({"error": self.message, "line": self.line, "column": self.column}, separators=(",", ":")).encode() + b"\n"
+        return json_body({"error": self.message, "line": self.line, "column": self.column})
+
+
+def json_body(data: object) -> bytes:
+    """``data`` as Flask's jsonify writes it (compact, ASCII, a final newline), so the native routes
+    and Flask's answer byte for byte alike."""
+    return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
 
 def _located(status: int) -> Callable[[Exception], HttpError]:
