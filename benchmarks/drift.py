@@ -50,7 +50,18 @@ import time
 from pathlib import Path
 
 from engine import machine, pyplot
-from load import RECOMPUTE_STREAM, SAMPLE_EVERY, Subscriber, event_line, free_port, queries, request, server_rss, start_server
+from load import (
+    RECOMPUTE_STREAM,
+    SAMPLE_EVERY,
+    Subscriber,
+    event_line,
+    free_port,
+    post_events,
+    queries,
+    request,
+    server_rss,
+    start_server,
+)
 from soak import slope
 
 MIB = 2**20
@@ -134,7 +145,6 @@ class Pusher(threading.Thread):
 
     def run(self) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        headers = {"Content-Type": "application/x-ndjson"}
         batch = 0
         while not self.stop.is_set():
             due = self.start_at + batch * self.interval
@@ -149,13 +159,8 @@ class Pusher(threading.Thread):
             for path, body in bodies:
                 if not body:
                     continue
-                began = time.perf_counter()
-                connection.request("POST", path, body="\n".join(body).encode(), headers=headers)
-                response = connection.getresponse()
-                answer = response.read()
-                self.latencies.append(time.perf_counter() - began)
-                if response.status != 200:
-                    self.failure = f"{path}: {response.status} {answer[:300]!r}"
+                self.failure = post_events(connection, path, body, self.latencies)
+                if self.failure is not None:
                     return
             self.events += self.per_batch
             batch += 1

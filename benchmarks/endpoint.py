@@ -247,9 +247,16 @@ def started(tools: Tools, name: str, store: Path, timeout: int | None = None, ma
     """A server on ``store``, answering queries; SIGTERM and waited for on exit."""
     port = free_port()
     log = tools.logs / f"{name}-{store.name}-{port}.log"
+    with serving(name, tools.serve_command(name, store, port, timeout, max_body_mb), port, log) as server:
+        yield server
+
+
+@contextmanager
+def serving(name: str, command: list[str], port: int, log: Path):
+    """``command`` run as the server ``name`` on ``port`` (its output in ``log``), once it answers
+    queries; SIGTERM and waited for on exit (killed after 60 s)."""
     with log.open("wb") as output:
-        process = subprocess.Popen(tools.serve_command(name, store, port, timeout, max_body_mb),
-                                   stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
     server = Server(name, port, process, log)
     try:
         wait_ready(server)

@@ -143,7 +143,6 @@ def push_client(client: int, port: int, events: int, batch: int, origin: int, la
     """Pushes ``events`` events to stream ``load-client`` in NDJSON batches; client 0 also feeds
     the sample stream. Request latencies (s) go to ``latencies``, failures to ``failures``."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    headers = {"Content-Type": "application/x-ndjson"}
     own = f"/streams/load-{client}"
     sample: list[str] = []
     measured = []
@@ -157,17 +156,26 @@ def push_client(client: int, port: int, events: int, batch: int, origin: int, la
         for path, body_lines in ((own, lines), (f"/streams/{RECOMPUTE_STREAM}", sample)):
             if not body_lines:
                 continue
-            began = time.perf_counter()
-            connection.request("POST", path, body="\n".join(body_lines).encode(), headers=headers)
-            response = connection.getresponse()
-            answer = response.read()
-            measured.append(time.perf_counter() - began)
-            if response.status != 200:
-                failures.append(f"{path}: {response.status} {answer[:300]!r}")
+            failure = post_events(connection, path, body_lines, measured)
+            if failure is not None:
+                failures.append(failure)
                 return
         sample = []
     connection.close()
     latencies.extend(measured)
+
+
+def post_events(connection: http.client.HTTPConnection, path: str, lines: list[str], latencies: list[float]) -> str | None:
+    """POST ``lines`` as one NDJSON batch to ``path``; its latency (s) goes to ``latencies``. The
+    failure, when the server did not accept it."""
+    began = time.perf_counter()
+    connection.request("POST", path, body="\n".join(lines).encode(), headers={"Content-Type": "application/x-ndjson"})
+    response = connection.getresponse()
+    answer = response.read()
+    latencies.append(time.perf_counter() - began)
+    if response.status != 200:
+        return f"{path}: {response.status} {answer[:300]!r}"
+    return None
 
 
 # ------------------------------------------------------------------ subscribing
