@@ -34,6 +34,7 @@ ROOMS = (
     ("engine",),
     ("streaming",),
     ("testing",),
+    ("connectors",),
     ("http",),
     ("cli",),
     ("__init__",),

@@ -137,9 +137,9 @@ def _event_media_type(path: str, format_name: str | None) -> str | None:
     """The media type to send ``path`` as, from ``--format`` or its extension; None after saying why not."""
     from pathlib import Path
 
+    from cqels_endpoint.connectors.events import NDJSON, NDJSON_TYPES
     from cqels_endpoint.errors import UnsupportedMediaType
     from cqels_endpoint.http.negotiation import by_name
-    from cqels_endpoint.http.streams import NDJSON, NDJSON_TYPES
     from static_store import GRAPH_FORMATS
     from static_store.formats import rdf_format_for_path
 
@@ -190,7 +190,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     from cqels_endpoint.cli.client import stream_path
     from cqels_endpoint.cli.replay import MAPPINGS, MappingError, paced
-    from cqels_endpoint.http.streams import NDJSON
+    from cqels_endpoint.connectors.events import NDJSON
 
     mapping = MAPPINGS[args.mapping]
     stream = args.stream or mapping.stream

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from flask import Flask, current_app
 
 from cqels_endpoint.config import ServerConfig
-from cqels_endpoint.http.subscriptions import Subscriptions
+from cqels_endpoint.connectors.subscriptions import Subscriptions
 from static_store import StaticStore
 
 if TYPE_CHECKING:

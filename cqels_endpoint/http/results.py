@@ -45,12 +45,12 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
+from cqels_endpoint.connectors.subscriptions import FAILED, Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
 from cqels_endpoint.engine import UnknownQueryError
 from cqels_endpoint.http.context import Endpoint
 from cqels_endpoint.http.errors import HttpError, not_acceptable_message
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
 from cqels_endpoint.http.params import query_params, single
-from cqels_endpoint.http.subscriptions import FAILED, Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
 from static_store import GRAPH_FORMATS, MediaFormat
 
 EVENT_STREAM = "text/event-stream"

@@ -47,29 +47,30 @@ starts, before its first push (``engine.clocks``).
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import pyoxigraph as ox
 from flask import Blueprint, Response, jsonify
 
-from cqels_endpoint.errors import LateEventError, RdfSyntaxError, UnsupportedMediaType
+from cqels_endpoint.connectors.events import (
+    EVENT_MEDIA_TYPES,
+    NDJSON_TYPES,
+    MalformedBatch,
+    Reader,
+    reader,
+    times_itself,
+)
+from cqels_endpoint.errors import LateEventError
 from cqels_endpoint.http.auth import write_access
 from cqels_endpoint.http.context import Endpoint, endpoint
 from cqels_endpoint.http.errors import HttpError, not_found, unsupported_message
-from cqels_endpoint.http.params import check_charset, decoded, iri, query_params, single
+from cqels_endpoint.http.params import check_charset, iri, query_params, single
 from cqels_endpoint.runtime.streams import (
     RATE_WINDOW_MS,
     FutureEventError,
     UnknownStreamError,
     parse_timestamp,
-    read_plain_ntriples,
-    to_millis,
 )
-from static_store.formats import essence, rdf_format
-from static_store.load import parse_graph, rdf_syntax_error
+from static_store.formats import essence
 
 blueprint = Blueprint("streams", __name__)
 
@@ -87,42 +88,7 @@ def _time_settings(state) -> None:
     if not config.memory:
         context.engine.keep_clocks(config.data_dir)
 
-NDJSON = "application/x-ndjson"
-NDJSON_TYPES = (NDJSON, "application/ndjson", "application/jsonl")
-PROV_GENERATED_AT = "http://www.w3.org/ns/prov#generatedAtTime"
-# The syntaxes of one event: every RDF syntax the store reads except the quad ones.
-_EVENT_SYNTAXES = (ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES, ox.RdfFormat.JSON_LD, ox.RdfFormat.RDF_XML,
-                   ox.RdfFormat.N3)
-ACCEPTED_BODIES = ("text/turtle", "application/n-triples", "application/ld+json", "application/rdf+xml",
-                   "text/n3", "application/trig", NDJSON)
-
-# triples (pyoxigraph triples, or the forms runtime.streams.read_plain_ntriples reads), time (None:
-# the arrival time)
-Event = tuple[object, int | None]
-
-
-@dataclass
-class _Batch:
-    """The events of one request, in the order they are applied, each with how errors name it
-    (``names``) and its line in the body when it has one (``lines``)."""
-
-    events: list[Event] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    lines: list[int | None] = field(default_factory=list)
-
-    def add(self, event: Event, name: str, line: int | None = None) -> None:
-        self.events.append(event)
-        self.names.append(name)
-        self.lines.append(line)
-
-
-class _Malformed(Exception):
-    """A batch that does not parse: ``message`` names the event, ``line`` the line of the body."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None):
-        super().__init__(message)
-        self.line = line
-        self.column = column
+ACCEPTED_BODIES = EVENT_MEDIA_TYPES
 
 
 @dataclass(frozen=True)
@@ -145,8 +111,8 @@ def push(context: Endpoint, request: PushRequest) -> dict:
     engine = context.engine
     read = _reader(request.content_type)
     try:
-        batch = read(request, _time_param(request.query_string))
-    except _Malformed as error:
+        batch = read(request.body, _time_param(request.query_string, request.content_type), request.base_url)
+    except MalformedBatch as error:
         engine.reject_malformed(stream)
         raise HttpError(400, str(error), line=error.line, column=error.column) from None
     try:
@@ -214,140 +180,25 @@ def stream_iri(name: str, base: str) -> str:
 # --------------------------------------------------------------------------- reading a batch
 
 
-def _reader(content_type: str | None) -> Callable[[PushRequest, int | None], _Batch]:
-    """How to read a body of ``content_type``, given ``?time=``; 415 for a type that cannot carry events."""
-    media_type = essence(content_type or "")
-    if media_type in NDJSON_TYPES:
-        reader = _ndjson
-    else:
-        try:
-            syntax = rdf_format(media_type) if media_type else None
-        except UnsupportedMediaType:
-            syntax = None
-        if syntax == ox.RdfFormat.TRIG:
-            reader = _trig
-        elif syntax in _EVENT_SYNTAXES:
-            reader = functools.partial(_one_event, syntax)
-        else:
-            raise HttpError(415, unsupported_message(content_type, ACCEPTED_BODIES))
+def _reader(content_type: str | None) -> Reader:
+    """How to read a body of ``content_type``; 415 for a type that cannot carry events."""
+    read = reader(content_type or "")
+    if read is None:
+        raise HttpError(415, unsupported_message(content_type, ACCEPTED_BODIES))
     check_charset(content_type, list(ACCEPTED_BODIES))
-    return reader
+    return read
 
 
-def _time_param(query_string: bytes) -> int | None:
+def _time_param(query_string: bytes, content_type: str | None) -> int | None:
     text = single(query_params(query_string), "time", "give one timestamp")
     if text is None:
         return None
     try:
-        return parse_timestamp(text)
+        time = parse_timestamp(text)
     except ValueError as error:
-        raise _Malformed(f"?time={error}") from None
-
-
-def _one_event(syntax: ox.RdfFormat, request: PushRequest, time: int | None) -> _Batch:
-    body = request.body
-    triples = _plain_ntriples(body, syntax)
-    if triples is None:
-        try:
-            quads = parse_graph(body, syntax, ox.DefaultGraph(), request.base_url, "event")
-        except RdfSyntaxError as error:
-            raise _Malformed(str(error), error.line, error.column) from None
-        triples = tuple(quad.triple for quad in quads)
-    batch = _Batch()
-    batch.add((triples, time), "the event")
-    return batch
-
-
-def _plain_ntriples(text: str | bytes, syntax: ox.RdfFormat) -> object:
-    """The triples of a Turtle or N-Triples body as the compiled reader reads plain N-Triples
-    (``runtime.streams.read_plain_ntriples``), or None: ``parse_graph`` reads it then, to the same
-    triples (the reader takes no relative IRI, so the base changes nothing, and gives up at a blank
-    node, which ``parse_graph`` renames apart) or to the error with its line."""
-    if syntax not in (ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES):
-        return None
-    return read_plain_ntriples(text, keep_blank_nodes=False, one_per_line=syntax == ox.RdfFormat.N_TRIPLES)
-
-
-def _trig(request: PushRequest, time: int | None) -> _Batch:
-    """One event per named graph, in timestamp order."""
-    if time is not None:
-        raise HttpError(400, "?time= does not apply to TriG: each named graph is timestamped by its prov:generatedAtTime")
-    try:
-        quads = list(ox.parse(request.body, format=ox.RdfFormat.TRIG, base_iri=request.base_url,
-                              rename_blank_nodes=True))
-    except SyntaxError as error:
-        raise _Malformed(str(rdf_syntax_error(error, ox.RdfFormat.TRIG, "event batch")), error.lineno) from None
-    contents: dict[ox.NamedNode | ox.BlankNode, list[ox.Triple]] = {}
-    stamps: dict[ox.NamedNode | ox.BlankNode, int] = {}
-    for quad in quads:
-        if not isinstance(quad.graph_name, ox.DefaultGraph):
-            contents.setdefault(quad.graph_name, []).append(quad.triple)
-            continue
-        if quad.predicate.value != PROV_GENERATED_AT:
-            raise _Malformed(
-                f"the default graph of a TriG event batch holds only prov:generatedAtTime timestamps of its "
-                f"named graphs, not {quad.triple} ."
-            )
-        stamps[quad.subject] = _graph_time(quad, stamps)
-    for graph in stamps:
-        contents.setdefault(graph, [])  # a timestamped empty graph is an event without triples
-    for graph in contents:
-        if graph not in stamps:
-            raise _Malformed(f"named graph {graph} has no prov:generatedAtTime in the default graph")
-    batch = _Batch()
-    for graph in sorted(contents, key=lambda graph: stamps[graph]):  # stable: document order for equal times
-        batch.add((tuple(contents[graph]), stamps[graph]), f"graph {graph}")
-    return batch
-
-
-def _graph_time(quad: ox.Quad, stamps: dict) -> int:
-    if quad.subject in stamps:
-        raise _Malformed(f"named graph {quad.subject} has more than one prov:generatedAtTime")
-    value = quad.object
-    if not isinstance(value, ox.Literal) or value.datatype.value not in (
-        "http://www.w3.org/2001/XMLSchema#dateTime", "http://www.w3.org/2001/XMLSchema#dateTimeStamp"
-    ):
-        raise _Malformed(f"the prov:generatedAtTime of {quad.subject} must be an xsd:dateTime, not {value}")
-    try:
-        return to_millis(value)
-    except ValueError as error:
-        raise _Malformed(f"the prov:generatedAtTime of {quad.subject}: {error}") from None
-
-
-def _ndjson(request: PushRequest, time: int | None) -> _Batch:
-    if time is not None:
+        raise MalformedBatch(f"?time={error}") from None
+    if not times_itself(content_type or ""):
+        return time
+    if essence(content_type or "") in NDJSON_TYPES:
         raise HttpError(400, '?time= does not apply to NDJSON: give each line its own "time"')
-    batch = _Batch()
-    for number, line in enumerate(decoded(request.body, "NDJSON").split("\n"), 1):
-        if line.strip():
-            batch.add(_ndjson_event(line, number), f"line {number}", number)
-    if not batch.events:
-        raise _Malformed("the NDJSON body holds no events")
-    return batch
-
-
-def _ndjson_event(line: str, number: int) -> Event:
-    try:
-        item = json.loads(line)
-    except ValueError as error:
-        raise _Malformed(f"line {number} is not JSON: {error}", number, getattr(error, "colno", None)) from None
-    if not isinstance(item, dict) or "data" not in item or set(item) - {"time", "data"}:
-        raise _Malformed(f'line {number} must be an object {{"time": …, "data": "<N-Triples>"}}', number)
-    data, time = item["data"], item.get("time")
-    if not isinstance(data, str):
-        raise _Malformed(f'line {number}: "data" must be a string of N-Triples', number)
-    if time is not None:
-        try:
-            if isinstance(time, bool) or not isinstance(time, (int, str)):
-                raise ValueError(f"{time!r} is neither integer milliseconds nor an xsd:dateTime string")
-            time = to_millis(time) if isinstance(time, int) else parse_timestamp(time)
-        except ValueError as error:
-            raise _Malformed(f'line {number}: "time" {error}', number) from None
-    triples = _plain_ntriples(data, ox.RdfFormat.N_TRIPLES)
-    if triples is not None:
-        return triples, time
-    try:
-        quads = parse_graph(data, ox.RdfFormat.N_TRIPLES, ox.DefaultGraph(), source="event data")
-    except RdfSyntaxError as error:
-        raise _Malformed(f"line {number}: {error}", number) from None
-    return tuple(quad.triple for quad in quads), time
+    raise HttpError(400, "?time= does not apply to TriG: each named graph is timestamped by its prov:generatedAtTime")
