@@ -8,9 +8,18 @@ hands every emission, numbered by a per-query sequence number, to
 - one bounded queue per subscriber.
 
 The engine delivers emissions synchronously, inside ``push``/``advance`` and under its lock, so
-nothing here may wait for a client: a subscriber whose queue is full is dropped on the spot (its
-reason logged on ``cqels_endpoint.http`` and counted) and resumes, if it wants, with
-``Last-Event-ID``. Serialising an emission is left to the subscribers' own threads (``Entry``
+nothing here may wait for a client. What happens when a subscriber's queue is full is its
+overflow policy (``OVERFLOW_POLICIES``):
+
+- ``disconnect`` (the default, and the only one of SSE): the subscriber is dropped on the spot (its
+  reason logged on ``cqels_endpoint.http`` and counted) and resumes, if it wants, with
+  ``Last-Event-ID``;
+- ``drop-oldest``: the oldest queued emission is discarded to make room for the new one;
+- ``drop-newest``: the new emission is not queued.
+
+Every discarded emission is counted, per subscriber (``Subscriber.dropped``) and per (query,
+policy) (``Subscriptions.stats``); the entry a subscriber takes after a gap says how many it
+missed (``Subscriber.next``: ``skipped``). Serialising an emission is left to the subscribers' own threads (``Entry``
 caches each rendering, so fifty subscribers of one format serialise it once).
 
 >>> from cqels_endpoint.engine import Engine
@@ -47,6 +56,12 @@ SLOW = "slow"
 UNREGISTERED = "unregistered"
 SHUTDOWN = "shutdown"
 FAILED = "failed"  # the engine stopped the query (past its limits): the stream ends with an error event
+
+# What a full subscriber queue does with a new emission (module docstring).
+DISCONNECT = "disconnect"
+DROP_OLDEST = "drop-oldest"
+DROP_NEWEST = "drop-newest"
+OVERFLOW_POLICIES = (DISCONNECT, DROP_OLDEST, DROP_NEWEST)
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,11 +101,22 @@ class SubscriptionEnded(Exception):
 
 
 class Subscriber:
-    """One client's bounded queue. The hub offers, the client's thread takes with ``next``."""
+    """One client's bounded queue of ``capacity`` entries, full by its ``overflow`` policy (module
+    docstring). The hub offers, the client's thread takes with ``next``.
 
-    def __init__(self, hub: QueryHub, capacity: int):
+    ``dropped``: the emissions the policy discarded; ``skipped``: those discarded just before the
+    entry ``next`` returned last (its gap, for the client to report).
+    """
+
+    def __init__(self, hub: QueryHub, capacity: int, overflow: str, first_seq: int):
         self.hub = hub
         self.capacity = capacity
+        self.overflow = overflow
+        self.dropped = 0
+        self.skipped = 0
+        # The sequence number the next entry taken should have: the hub numbers every emission
+        # and offers each to every subscriber, so any shortfall is what the policy discarded.
+        self._expected = first_seq
         self._items: deque[Entry] = deque()
         self._ready = threading.Condition(threading.Lock())
         self._ended: SubscriptionEnded | None = None
@@ -101,13 +127,19 @@ class Subscriber:
         self.wake: Callable[[], None] | None = None
 
     def next(self, timeout: float) -> Entry | None:
-        """The next entry, or None after ``timeout`` seconds without one; raises ``SubscriptionEnded``."""
+        """The next entry, or None after ``timeout`` seconds without one (``skipped`` then counts the
+        emissions discarded just before it); raises ``SubscriptionEnded``."""
         with self._ready:
             if not self._items and self._ended is None:
                 self._ready.wait(timeout)
             if self._ended is not None and not (self._drain and self._items):
                 raise self._ended
-            return self._items.popleft() if self._items else None
+            if not self._items:
+                return None
+            entry = self._items.popleft()
+            self.skipped = entry.seq - self._expected
+            self._expected = entry.seq + 1
+            return entry
 
     def close(self) -> None:
         """The client is gone: stop offering it anything."""
@@ -115,15 +147,23 @@ class Subscriber:
 
     # ------------------------------------------------------------------ driven by the hub
 
-    def _offer(self, entry: Entry) -> bool:
-        """Queues ``entry``; False (nothing queued) when the queue is full. Never waits for the client."""
+    def _offer(self, entry: Entry) -> int | None:
+        """Queues ``entry`` unless the queue is full and the policy says otherwise: the emissions
+        discarded (0 or 1), or None when the subscriber must be disconnected. Never waits for the client."""
+        discarded = 0
         with self._ready:
             if len(self._items) >= self.capacity:
-                return False
+                if self.overflow == DISCONNECT:
+                    return None
+                discarded = 1
+                self.dropped += 1
+                if self.overflow == DROP_NEWEST:
+                    return discarded  # nothing new to take: no need to wake the reader
+                self._items.popleft()
             self._items.append(entry)
             self._ready.notify()
         self._woken()
-        return True
+        return discarded
 
     def _woken(self) -> None:
         wake = self.wake
@@ -144,11 +184,13 @@ class Subscriber:
 class QueryHub:
     """The subscribers and replay buffer of one registered query (see the module docstring)."""
 
-    def __init__(self, query: ContinuousQuery, replay: int, queue: int, on_disconnect: Callable[[str, str], None]):
+    def __init__(self, query: ContinuousQuery, replay: int, queue: int, on_disconnect: Callable[[str, str], None],
+                 on_discard: Callable[[str, str, int], None]):
         self.query = query
         self.name = query.name
         self.queue = queue
         self._on_disconnect = on_disconnect
+        self._on_discard = on_discard
         self._buffer: deque[Entry] = deque(maxlen=replay)
         self._subscribers: set[Subscriber] = set()
         self._lock = threading.Lock()
@@ -165,14 +207,23 @@ class QueryHub:
         with self._lock:
             return len(self._subscribers)
 
-    def subscribe(self, after: int | None) -> tuple[Subscriber, list[Entry], Gap | None]:
+    def subscribe(self, after: int | None, capacity: int | None = None,
+                  overflow: str | None = None) -> tuple[Subscriber, list[Entry], Gap | None]:
         """A new subscriber, the buffered entries numbered after ``after`` (None: no replay) and the
         gap between ``after`` and the oldest of them when the buffer no longer reaches back that far.
 
-        Taken atomically with respect to new emissions: every later one goes to the queue, none twice.
+        ``capacity``: its queue's bound (None: the hub's ``queue``); ``overflow``: one of
+        ``OVERFLOW_POLICIES`` (None: ``disconnect``). Taken atomically with respect to new
+        emissions: every later one is offered to the queue, none twice.
         """
-        subscriber = Subscriber(self, self.queue)
+        capacity = self.queue if capacity is None else capacity
+        overflow = DISCONNECT if overflow is None else overflow
+        if capacity < 1:
+            raise ValueError(f"a subscriber queue holds at least 1 emission, not {capacity}")
+        if overflow not in OVERFLOW_POLICIES:
+            raise ValueError(f"unknown overflow policy {overflow!r}; use one of {', '.join(OVERFLOW_POLICIES)}")
         with self._lock:
+            subscriber = Subscriber(self, capacity, overflow, self._last + 1)
             replay: list[Entry] = []
             gap = None
             if after is not None and after < self._last:
@@ -202,8 +253,17 @@ class QueryHub:
             self._last += 1
             entry = Entry(self._last, emission)
             self._buffer.append(entry)
-            slow = [subscriber for subscriber in self._subscribers if not subscriber._offer(entry)]
+            slow = []
+            discarded: Counter[str] = Counter()
+            for subscriber in self._subscribers:
+                outcome = subscriber._offer(entry)
+                if outcome is None:
+                    slow.append(subscriber)
+                elif outcome:
+                    discarded[subscriber.overflow] += outcome
             self._subscribers.difference_update(slow)
+        for policy, count in discarded.items():
+            self._on_discard(self.name, policy, count)
         for subscriber in slow:
             message = (
                 f"more than {subscriber.capacity} emissions behind at emission {entry.seq}; "
@@ -229,6 +289,7 @@ class Subscriptions:
         self.queue = queue
         self._hubs: dict[str, QueryHub] = {}
         self._disconnects: Counter[tuple[str, str]] = Counter()
+        self._discarded: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
         self._stop_observing = engine.observe(self._observe)
 
@@ -240,12 +301,14 @@ class Subscriptions:
             raise UnknownQueryError(f"no continuous query is registered as {name!r}")
         return hub
 
-    def stats(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
-        """Subscribers per query now, and drops per (query, reason) since the start."""
+    def stats(self) -> tuple[dict[str, int], dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+        """Subscribers per query now, drops per (query, reason) and emissions the subscribers'
+        overflow policies discarded per (query, policy) since the start."""
         with self._lock:
             hubs = list(self._hubs.values())
             disconnects = dict(self._disconnects)
-        return {hub.name: hub.subscriber_count() for hub in hubs}, disconnects
+            discarded = dict(self._discarded)
+        return {hub.name: hub.subscriber_count() for hub in hubs}, disconnects, discarded
 
     def close(self) -> None:
         """Ends every subscription (the server is stopping)."""
@@ -258,7 +321,7 @@ class Subscriptions:
     def _observe(self, query: ContinuousQuery, registered: bool) -> None:
         # Called by the engine under its lock, before the query's first event or after its last.
         if registered:
-            hub = QueryHub(query, self.replay, self.queue, self._count_disconnect)
+            hub = QueryHub(query, self.replay, self.queue, self._count_disconnect, self._count_discarded)
             with self._lock:
                 self._hubs[query.name] = hub
             return
@@ -276,3 +339,7 @@ class Subscriptions:
     def _count_disconnect(self, name: str, reason: str) -> None:
         with self._lock:
             self._disconnects[name, reason] += 1
+
+    def _count_discarded(self, name: str, policy: str, count: int) -> None:
+        with self._lock:
+            self._discarded[name, policy] += count

@@ -107,15 +107,20 @@ def stream_families(context: Endpoint) -> list[Family]:
 
 
 def subscriber_families(context: Endpoint) -> list[Family]:
-    """Clients of ``/queries/{name}/results`` per query, and the streams the server ended, by reason
-    (``slow``: the client's queue was full; ``unregistered``: the query went away; ``shutdown``)."""
-    subscribers, disconnects = context.subscriptions.stats()
+    """Clients of ``/queries/{name}/results`` (and ``/ws``) per query, the streams the server ended, by
+    reason (``slow``: the client's queue was full; ``unregistered``: the query went away;
+    ``shutdown``), and the emissions the clients' overflow policies discarded, by policy."""
+    subscribers, disconnects, discarded = context.subscriptions.stats()
     return [
         Family("cqels_query_subscribers", "gauge", "Open results streams of the query.",
                [({"query": name}, count) for name, count in sorted(subscribers.items())]),
         Family("cqels_query_subscriber_disconnects_total", "counter",
                "Results streams of the query the server ended, by reason.",
                [({"query": name, "reason": reason}, count) for (name, reason), count in sorted(disconnects.items())]),
+        Family("cqels_query_subscriber_dropped_emissions_total", "counter",
+               "Emissions of the query not delivered to a subscriber whose queue was full, by its overflow policy "
+               "(drop-oldest: the oldest queued one discarded; drop-newest: the new one).",
+               [({"query": name, "policy": policy}, count) for (name, policy), count in sorted(discarded.items())]),
     ]
 
 

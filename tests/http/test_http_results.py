@@ -167,12 +167,14 @@ def metric(server, family: str, labels: dict) -> float | None:
     ours = [line for line in lines if line.split(" ")[2 if line.startswith("#") else 0].startswith(SUBSCRIBER_FAMILIES)]
     families = parse_exposition("\n".join(ours) + "\n")
     assert {name: families[name]["type"] for name in families} == {
-        "cqels_query_subscribers": "gauge", "cqels_query_subscriber_disconnects_total": "counter"
+        "cqels_query_subscribers": "gauge", "cqels_query_subscriber_disconnects_total": "counter",
+        "cqels_query_subscriber_dropped_emissions_total": "counter",
     }
     return families[family]["samples"].get(frozenset(labels.items()))
 
 
-SUBSCRIBER_FAMILIES = ("cqels_query_subscribers", "cqels_query_subscriber_disconnects_total")
+SUBSCRIBER_FAMILIES = ("cqels_query_subscribers", "cqels_query_subscriber_disconnects_total",
+                       "cqels_query_subscriber_dropped_emissions_total")
 
 
 _names = iter(range(1, 1_000_000))
