@@ -45,12 +45,12 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from cqels_endpoint.connectors.subscriptions import FAILED, Entry, Gap, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
+from cqels_endpoint.connectors.subscriptions import FAILED, Entry, QueryHub, SubscriptionEnded, Subscriptions
 from cqels_endpoint.engine import UnknownQueryError
 from cqels_endpoint.http.context import Endpoint
 from cqels_endpoint.http.errors import HttpError, not_acceptable_message
 from cqels_endpoint.http.negotiation import by_name, choose, parse_accept
-from cqels_endpoint.http.params import query_params, single
+from cqels_endpoint.http.params import Params, query_params, single
 from static_store import GRAPH_FORMATS, MediaFormat
 
 EVENT_STREAM = "text/event-stream"
@@ -78,37 +78,51 @@ def open_results(context: Endpoint, name: str, method: str, accept: str | None, 
     for a GET, subscribe; the caller runs ``stream`` (answered natively by ``asgi.py``)."""
     ndjson = _wants_ndjson(accept)
     params = query_params(query_string)
-    after = _last_event_id(last_event_id, single(params, "last-event-id", "give one event id"))
-    subscriptions = context.subscriptions
-    try:
-        hub = subscriptions.hub(name)
-    except UnknownQueryError as error:
-        failed = context.engine.failed.get(name)
-        if failed is not None:
-            raise HttpError(409, f"query {name!r} failed: {failed.failure}; DELETE it and PUT it again to restart it") from None
-        raise HttpError(404, f"{error.args[0]}; register it with PUT /queries/{{name}}") from None
-    format_name = single(params, "format", "give one syntax")
-    triple_format = None
-    if hub.query.form == "CONSTRUCT":
-        triple_format = _triple_format(format_name, accept)
-    elif format_name is not None:
-        raise HttpError(400,
-            f"format={format_name}: ?format= chooses the syntax of CONSTRUCT triples, and query "
-            f"{name!r} is a {hub.query.form}, whose emissions are SPARQL JSON"
-        )
+    after = resume_after(last_event_id, params)
+    hub = find_hub(context, name)
+    triple_format = emission_format(hub, params, accept)
     content_type = f"{NDJSON}; charset=utf-8" if ndjson else f"{EVENT_STREAM}; charset=utf-8"
     # No proxy may hold events back.
     headers = [("Content-Type", content_type), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
     if method == "HEAD":
         return Opened(headers, None)
-    subscriber, replay, gap = hub.subscribe(after)
-    if gap is not None:
-        headers.append(("Cqels-Replay-Gap", f"{gap.first}-{gap.last}"))
+    stream = ResultStream(context.subscriptions, hub, after)
+    if stream.gap is not None:
+        headers.append(("Cqels-Replay-Gap", f"{stream.gap.first}-{stream.gap.last}"))
     render = render_with(_ndjson_line if ndjson else _sse_event, triple_format)
     key = (ndjson, None if triple_format is None else triple_format.media_type)
-    stream = ResultStream(subscriptions, hub, subscriber, context.config.keepalive_s, replay, gap, after,
-                          lambda entry: entry.rendered(key, render), ndjson)
+    stream.frame(lambda entry: entry.rendered(key, render), ndjson, context.config.keepalive_s)
     return Opened(headers, stream)
+
+
+def find_hub(context: Endpoint, name: str) -> QueryHub:
+    """The hub of the query ``name``: 404 when none is registered, 409 when the engine stopped it."""
+    try:
+        return context.subscriptions.hub(name)
+    except UnknownQueryError as error:
+        failed = context.engine.failed.get(name)
+        if failed is not None:
+            raise HttpError(409, f"query {name!r} failed: {failed.failure}; DELETE it and PUT it again to restart it") from None
+        raise HttpError(404, f"{error.args[0]}; register it with PUT /queries/{{name}}") from None
+
+
+def emission_format(hub: QueryHub, params: Params, accept: str | None) -> MediaFormat | None:
+    """The syntax of the CONSTRUCT triples of ``hub``'s emissions (``?format=``, ``Accept``); None
+    for the other forms, which ``?format=`` does not apply to (400)."""
+    format_name = single(params, "format", "give one syntax")
+    if hub.query.form == "CONSTRUCT":
+        return _triple_format(format_name, accept)
+    if format_name is not None:
+        raise HttpError(400,
+            f"format={format_name}: ?format= chooses the syntax of CONSTRUCT triples, and query "
+            f"{hub.name!r} is a {hub.query.form}, whose emissions are SPARQL JSON"
+        )
+    return None
+
+
+def resume_after(header: str | None, params: Params) -> int | None:
+    """The emission to resume after: the ``Last-Event-ID`` header, else ``?last-event-id=`` (400 when not a number)."""
+    return _last_event_id(header, single(params, "last-event-id", "give one event id"))
 
 
 def render_with(frame: Callable[[str, int], bytes], triple_format: MediaFormat | None) -> Callable[[Entry], bytes]:
@@ -149,30 +163,38 @@ def _comment(text: str) -> bytes:
 
 
 class ResultStream:
-    """The body of one results response: ``chunks`` yields its bytes as they come, on the server's
-    event loop; the engine's thread wakes it (``Subscriber.wake``)."""
+    """One subscription to a query's emissions, read on the server's event loop (the engine's
+    thread wakes it: ``Subscriber.wake``): ``entries`` yields them as they come; ``chunks`` yields
+    the bytes of a results response (after ``frame``).
 
-    def __init__(self, subscriptions: Subscriptions, hub: QueryHub, subscriber: Subscriber, keepalive_s: float,
-                 replay: list[Entry], gap: Gap | None, after: int | None, render: Callable[[Entry], bytes], ndjson: bool):
+    ``after``: the emission to resume after (None: live ones only); ``capacity`` and ``overflow``:
+    the subscriber queue's (``QueryHub.subscribe``).
+    """
+
+    def __init__(self, subscriptions: Subscriptions, hub: QueryHub, after: int | None, capacity: int | None = None,
+                 overflow: str | None = None):
         self.subscriptions = subscriptions
         self.hub = hub
-        self.subscriber = subscriber
-        self.keepalive_s = keepalive_s
-        self._replay = replay
-        self._gap = gap
+        self.subscriber, self._replay, self.gap = hub.subscribe(after, capacity, overflow)
         self._after = after
-        self._render = render
-        self._ndjson = ndjson
         self._gone = False
         self._woken = asyncio.Event()  # bound to the loop that first waits on it
 
+    def frame(self, render: Callable[[Entry], bytes], ndjson: bool, keepalive_s: float) -> None:
+        """How ``chunks`` writes: ``render`` an entry, NDJSON or SSE, a keep-alive every ``keepalive_s`` idle seconds."""
+        self._render = render
+        self._ndjson = ndjson
+        self.keepalive_s = keepalive_s
+
     def client_gone(self) -> None:
-        """The client hung up (on the stream's event loop): ``chunks`` ends."""
+        """The client hung up (on the stream's event loop): ``entries`` ends."""
         self._gone = True
         self._woken.set()
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The response's bytes until the subscription ends or the client is gone."""
+    async def entries(self, idle_s: float | None = None) -> AsyncIterator[tuple[Entry, int] | None]:
+        """The replayed entries, then the live ones until the client is gone, each with the emissions
+        its queue's overflow policy discarded just before it (0 for the replayed ones); None after
+        ``idle_s`` seconds without one (None: never). Raises ``SubscriptionEnded`` when the server ends it."""
         loop = asyncio.get_running_loop()
         woken = self._woken
 
@@ -180,44 +202,62 @@ class ResultStream:
             with contextlib.suppress(RuntimeError):  # the loop is closed: so is this stream
                 loop.call_soon_threadsafe(woken.set)
 
-        self.subscriber.wake = wake
-        ndjson = self._ndjson
+        subscriber = self.subscriber
+        subscriber.wake = wake
         try:
-            # The first write sends the headers: the client knows it is subscribed from here on.
-            # NDJSON has no comments, so it opens with a keep-alive (an empty line).
-            yield b"\n" if ndjson else _comment(self._greeting())
             for entry in self._replay:
-                yield self._render(entry)
-            last_write = time.monotonic()
+                yield entry, 0
+            last = time.monotonic()
             while True:
                 woken.clear()
-                try:
-                    entry = self.subscriber.next(timeout=0)
-                except SubscriptionEnded as ended:
-                    if ended.reason == FAILED:
-                        yield _error(self.hub.name, ended.message, ndjson)
-                    elif not ndjson:
-                        yield _comment(f"stream ended by the server: {ended.message}")
-                    return
+                entry = subscriber.next(timeout=0)
                 if entry is not None:
-                    yield self._render(entry)
-                    last_write = time.monotonic()
+                    yield entry, subscriber.skipped
+                    last = time.monotonic()
                     continue
                 if self._gone:
                     return
-                idle = self.keepalive_s - (time.monotonic() - last_write)
+                if idle_s is None:
+                    await woken.wait()
+                    continue
+                idle = idle_s - (time.monotonic() - last)
                 if idle <= 0:
-                    yield b"\n" if ndjson else b": keep-alive\n\n"
-                    last_write = time.monotonic()
+                    yield None
+                    last = time.monotonic()
                     continue
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(woken.wait(), idle)
         finally:
-            self.subscriber.wake = None
-            self.subscriber.close()
+            self.close()
 
-    def _greeting(self) -> str:
-        gap, after = self._gap, self._after
+    def close(self) -> None:
+        """Stop the subscription (whether or not ``entries`` ran: its client may be gone before)."""
+        self.subscriber.wake = None
+        self.subscriber.close()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The response's bytes until the subscription ends or the client is gone."""
+        ndjson = self._ndjson
+        try:
+            # The first write sends the headers: the client knows it is subscribed from here on.
+            # NDJSON has no comments, so it opens with a keep-alive (an empty line).
+            yield b"\n" if ndjson else _comment(self.greeting())
+            async for item in self.entries(self.keepalive_s):
+                if item is None:
+                    yield b"\n" if ndjson else b": keep-alive\n\n"
+                else:
+                    yield self._render(item[0])
+        except SubscriptionEnded as ended:
+            if ended.reason == FAILED:
+                yield _error(self.hub.name, ended.message, ndjson)
+            elif not ndjson:
+                yield _comment(f"stream ended by the server: {ended.message}")
+        finally:
+            self.close()  # now: the inner generator would only be closed when collected
+
+    def greeting(self) -> str:
+        """What the client is told once subscribed: the last emission, and what of its resume is lost."""
+        gap, after = self.gap, self._after
         lines = [f"subscribed to query {self.hub.name}; last emission {self.hub.last_seq}"]
         if gap is not None:
             lines.append(
