@@ -32,6 +32,7 @@ import queue
 import re
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from functools import lru_cache, partial
 from urllib.parse import parse_qsl
 
@@ -40,14 +41,17 @@ from flask import Flask
 from werkzeug.http import parse_options_header
 from werkzeug.sansio.utils import get_host
 
+from cqels_endpoint.connectors.events import EVENT_FORMATS
+from cqels_endpoint.connectors.subscriptions import DISCONNECT, OVERFLOW_POLICIES
 from cqels_endpoint.http.auth import denial_reason, write_refusal
 from cqels_endpoint.http.context import Endpoint, endpoint
 from cqels_endpoint.http.cors import CorsMiddleware
 from cqels_endpoint.http.errors import HttpError, http_error, json_body, too_large_message
 from cqels_endpoint.http.negotiation import choose
-from cqels_endpoint.http.params import base_iri_of, is_utf8_charset
-from cqels_endpoint.http.results import open_results
-from cqels_endpoint.http.streams import PushRequest, push
+from cqels_endpoint.http.params import base_iri_of, is_utf8_charset, query_params, single
+from cqels_endpoint.http.results import ResultStream, emission_format, find_hub, open_results, resume_after
+from cqels_endpoint.http.sockets import close_reason, consume, produce, watch_disconnect
+from cqels_endpoint.http.streams import PushRequest, push, stream_iri
 from cqels_endpoint.runtime.functions.extensions import custom_functions
 from static_store import GRAPH_FORMATS, RESULTS_FORMATS
 from static_store.shape import query_shape
@@ -65,6 +69,10 @@ ABORT_CONNECTION = "cqels.abort_connection"
 _QUERY_PATHS = frozenset({"/query", "/sparql"})
 _GRAPH_FORMS = ("CONSTRUCT", "DESCRIBE")
 _RESULTS_PATH = re.compile(r"/queries/(.+)/results\Z", re.DOTALL)
+_STREAM_SOCKET = re.compile(r"/streams/(.+)/ws\Z", re.DOTALL)
+_QUERY_SOCKET = re.compile(r"/queries/(.+)/ws\Z", re.DOTALL)
+# The scheme of the HTTP URL a WebSocket's events would be posted to (their base IRI).
+_HTTP_SCHEMES = {"ws": "http", "wss": "https"}
 _JSON = b"application/json"
 # How long a dropped subscriber's stream gets to end its response before its connection is
 # dropped under it (it may be stuck in a write to a client that stopped reading).
@@ -169,10 +177,10 @@ class EndpointApp:
         kind = scope["type"]
         if kind == "http":
             await self._http(scope, receive, send)
+        elif kind == "websocket":
+            await self._websocket(scope, receive, send)
         elif kind == "lifespan":
             await _lifespan(receive, send)
-        else:  # no WebSocket route yet: refused as the handshake
-            await send({"type": "websocket.close", "code": 1008})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
@@ -272,27 +280,75 @@ class EndpointApp:
         if stream is None:  # HEAD
             await send(start)
             return await send({"type": "http.response.body", "body": b""})
-        loop = asyncio.get_running_loop()
-        finished = False
-        abort = scope.get(ABORT_CONNECTION)
-
-        def dropped() -> None:  # the hub dropped it for being slow: the engine's thread
-            def hang_up() -> None:
-                if not finished and abort is not None:
-                    abort()
-
-            loop.call_soon_threadsafe(loop.call_later, _DROP_GRACE_S, hang_up)
-
-        stream.subscriber.on_drop = dropped
-        watcher = asyncio.create_task(_watch_disconnect(receive, stream.client_gone))
+        finished = _hang_up_when_dropped(stream, scope)
+        watcher = asyncio.create_task(watch_disconnect(receive, stream.client_gone, "http.disconnect"))
         try:
             await send(start)
             async for chunk in stream.chunks():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
         finally:
-            finished = True
+            finished()
             watcher.cancel()
+
+    # ------------------------------------------------------------------ WebSocket
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (await receive())["type"] != "websocket.connect":  # the client left before its handshake was read
+            return
+        path = scope["path"]
+        try:
+            if (found := _STREAM_SOCKET.match(path)) is not None:
+                return await self._producer(scope, receive, send, found.group(1))
+            if (found := _QUERY_SOCKET.match(path)) is not None:
+                return await self._consumer(scope, receive, send, found.group(1))
+            raise HttpError(404, f"no WebSocket route at {path}: /streams/{{name}}/ws pushes events, "
+                                 "/queries/{name}/ws reads a query's emissions")
+        except HttpError as refused:  # raised before the handshake is accepted
+            await _refuse(scope, send, refused)
+
+    async def _producer(self, scope: Scope, receive: Receive, send: Send, name: str) -> None:
+        headers = _headers(scope)
+        params = query_params(scope["query_string"])
+        # Browsers cannot set headers on a WebSocket: the token may come as ?access_token= instead.
+        token = single(params, "access_token", "give one token")
+        authorization = headers.get("authorization") or (None if token is None else f"Bearer {token}")
+        refused = write_refusal(self._config, "WebSocket", scope["path"], authorization)
+        if refused is not None:
+            raise refused
+        format_name = single(params, "format", "give one syntax") or "ndjson"
+        if format_name not in EVENT_FORMATS:
+            raise HttpError(400, f"format={format_name}: the messages' syntax is one of {', '.join(EVENT_FORMATS)}")
+        stream_iri(name, self._config.stream_base)  # a bad name is refused at the handshake, not at each message
+        # Relative IRIs in the events resolve as in a POST of them to /streams/{name}.
+        base_url = _base_iri({**scope, "scheme": _HTTP_SCHEMES[scope.get("scheme", "ws")], "path": f"/streams/{name}"},
+                             headers)
+        request = PushRequest(name, EVENT_FORMATS[format_name], b"", b"", base_url)
+
+        def apply(body: bytes) -> Awaitable[dict]:
+            return self._run(partial(push, self.context, replace(request, body=body)))
+
+        await send({"type": "websocket.accept"})
+        await produce(apply, self._limit, receive, send)
+
+    async def _consumer(self, scope: Scope, receive: Receive, send: Send, name: str) -> None:
+        headers = _headers(scope)
+        params = query_params(scope["query_string"])
+        after = resume_after(headers.get("last-event-id"), params)
+        hub = find_hub(self.context, name)
+        triple_format = emission_format(hub, params, headers.get("accept"))
+        capacity = _buffer(single(params, "buffer", "give one size"), self._config.subscriber_queue)
+        overflow = single(params, "overflow", "give one policy") or DISCONNECT
+        if overflow not in OVERFLOW_POLICIES:
+            raise HttpError(400, f"overflow={overflow}: a full buffer does one of {', '.join(OVERFLOW_POLICIES)}")
+        stream = ResultStream(self.context.subscriptions, hub, after, capacity, overflow)
+        finished = _hang_up_when_dropped(stream, scope)
+        try:
+            await send({"type": "websocket.accept"})
+            await consume(stream, triple_format, receive, send)
+        finally:
+            finished()
+            stream.close()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -340,12 +396,6 @@ async def _lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-async def _watch_disconnect(receive: Receive, gone: Callable[[], None]) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    gone()
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -422,16 +472,58 @@ def _base_iri(scope: Scope, headers: dict[str, str]) -> str:
                        scope["path"])
 
 
-async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes, head: bool = False) -> None:
-    await send({"type": "http.response.start", "status": status,
+async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes, head: bool = False,
+                   kind: str = "http") -> None:
+    """Answer with ``status``; ``kind`` ``websocket.http`` answers a WebSocket handshake (refusing it)."""
+    await send({"type": f"{kind}.response.start", "status": status,
                 "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": b"" if head else body})
+    await send({"type": f"{kind}.response.body", "body": b"" if head else body})
 
 
 async def _json(send: Send, status: int, data: object, head: bool = False) -> None:
     await _respond(send, status, [(b"content-type", _JSON)], json_body(data), head)
 
 
-async def _error(send: Send, error: HttpError) -> None:
+async def _error(send: Send, error: HttpError, kind: str = "http") -> None:
     headers = [(b"content-type", _JSON), *((k.encode(), v.encode()) for k, v in error.headers.items())]
-    await _respond(send, error.status, headers, error.body())
+    await _respond(send, error.status, headers, error.body(), kind=kind)
+
+
+async def _refuse(scope: Scope, send: Send, error: HttpError) -> None:
+    """Refuse a WebSocket handshake: with the HTTP error when the server can answer one (the ASGI
+    ``websocket.http.response`` extension, uvicorn's), else a 1008 close saying why."""
+    if "websocket.http.response" in scope.get("extensions", {}):
+        return await _error(send, error, kind="websocket.http")
+    await send({"type": "websocket.close", "code": 1008, "reason": close_reason(f"{error.status}: {error.message}")})
+
+
+def _hang_up_when_dropped(stream: ResultStream, scope: Scope) -> Callable[[], None]:
+    """Drop the connection of ``stream`` ``_DROP_GRACE_S`` after the hub drops it for being slow
+    (it may be stuck in a write to a client that stopped reading); call what this returns once the
+    stream has ended by itself."""
+    loop = asyncio.get_running_loop()
+    abort = scope.get(ABORT_CONNECTION)
+    finished = False
+
+    def hang_up() -> None:
+        if not finished and abort is not None:
+            abort()
+
+    def dropped() -> None:  # the engine's thread
+        loop.call_soon_threadsafe(loop.call_later, _DROP_GRACE_S, hang_up)
+
+    def finish() -> None:
+        nonlocal finished
+        finished = True
+
+    stream.subscriber.on_drop = dropped
+    return finish
+
+
+def _buffer(text: str | None, most: int) -> int | None:
+    """The queue size ``?buffer=`` asks for, 1 to ``most`` (the server's --subscriber-queue); None: that."""
+    if text is None:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise HttpError(400, f"buffer={text}: give a number of emissions from 1 to {most} (the server's --subscriber-queue)")
+    return int(text)

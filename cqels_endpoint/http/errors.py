@@ -70,9 +70,9 @@ def payload_too_large(limit_bytes: int | None) -> Response:
     return error_response(413, too_large_message(limit_bytes))
 
 
-def too_large_message(limit_bytes: int | None) -> str:
+def too_large_message(limit_bytes: int | None, what: str = "request body") -> str:
     limit = f"{limit_bytes / (1024 * 1024):g} MiB" if limit_bytes else "the configured limit"
-    return f"request body larger than {limit}; raise --max-body-mb or send less"
+    return f"{what} larger than {limit}; raise --max-body-mb or send less"
 
 
 def unsupported_media_type(content_type: str | None, accepted: Iterable[str]) -> Response:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from cqels_endpoint.http.asgi import ABORT_CONNECTION
 
@@ -48,6 +49,23 @@ class _Protocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.scope[ABORT_CONNECTION] = self.transport.abort
+
+
+class _WebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol (the ``websockets`` library's, sans I/O), with the same way to
+    drop the connection: a socket reading a query's emissions may be stuck in a write as well."""
+
+    def handle_connect(self, event) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)  # none when the handshake was malformed (answered already)
+        if scope is not None:
+            scope[ABORT_CONNECTION] = self.transport.abort
+
+    async def send(self, message: dict) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            # A refused handshake is complete once answered: uvicorn would log it as never completed.
+            self.handshake_complete = True
 
 
 class _Server(uvicorn.Server):
@@ -91,6 +109,7 @@ def _server(app) -> _Server:
         app,
         loop="uvloop",
         http=_Protocol,
+        ws=_WebSocketProtocol,
         lifespan="off",
         log_config=None,  # the application's logging stays as it is
         access_log=False,
