@@ -53,7 +53,18 @@ class _Protocol(HttpToolsProtocol):
 
 class _WebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's WebSocket protocol (the ``websockets`` library's, sans I/O), with the same way to
-    drop the connection: a socket reading a query's emissions may be stuck in a write as well."""
+    drop the connection (a socket reading a query's emissions may be stuck in a write as well), and
+    closing with 1001 when the server stops."""
+
+    def shutdown(self) -> None:
+        if self.handshake_complete and not self.close_sent and not self.transport.is_closing():
+            # 1001 (going away), as a results stream ends when the server stops, whether or not the
+            # query socket said so first: uvicorn would send 1012 (service restart).
+            self.queue.put_nowait({"type": "websocket.disconnect", "code": 1001})
+            self.conn.send_close(1001, "the server is stopping")
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.close_sent = True  # uvicorn's shutdown then only closes the transport
+        super().shutdown()
 
     def handle_connect(self, event) -> None:
         super().handle_connect(event)
