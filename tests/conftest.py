@@ -197,7 +197,7 @@ class _Running:
 
         self.store = open_store()  # in memory
         app = create_app(self.store, config)
-        base_url, self._stop = serve_in_thread(application(app), config.host, 0)
+        base_url, self._stop = serve_in_thread(application(app), config.host, 0, config.max_body_bytes)
         self.endpoint = LiveEndpoint(base_url.rstrip("/"), self.store, config, app)
 
     def stop(self) -> None:

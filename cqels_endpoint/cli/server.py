@@ -221,7 +221,8 @@ def _start_and_serve(config) -> int:
 
         try:
             context.start()  # the SparkSession of --cache-engine spark starts while the server already answers
-            serve(application(app), config.host, config.port, on_listen=listening, on_stop=stopping)
+            serve(application(app), config.host, config.port, on_listen=listening, on_stop=stopping,
+                  message_limit=config.max_body_bytes)
         except OSError as error:  # port taken, unknown host
             print(f"cqels serve: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
             return EXIT_FAILURE

@@ -37,6 +37,8 @@ _STOP_WAIT_S = 10.0
 # this long to be sent before the connections still open are dropped. The whole stop stays under
 # a second.
 _DRAIN_S = 0.5
+# The WebSocket messages read whole at least (uvicorn's default), whatever the app's body limit.
+_WS_MAX_SIZE = 16 * 1024 * 1024
 
 # uvicorn says at INFO what ``cqels serve`` says itself (listening, stopping).
 logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
@@ -115,12 +117,15 @@ def _base_url(sock: socket.socket) -> str:
     return f"http://{host}:{port}"
 
 
-def _server(app) -> _Server:
+def _server(app, message_limit: int) -> _Server:
     config = uvicorn.Config(
         app,
         loop="uvloop",
         http=_Protocol,
         ws=_WebSocketProtocol,
+        # Every message the app may accept reaches it (it refuses one past its body limit with a
+        # reply, the socket open); past this, the server closes the socket (1009) without reading on.
+        ws_max_size=max(message_limit, _WS_MAX_SIZE),
         lifespan="off",
         log_config=None,  # the application's logging stays as it is
         access_log=False,
@@ -131,13 +136,14 @@ def _server(app) -> _Server:
     return _Server(config)
 
 
-def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0) -> tuple[str, Callable[[], None]]:
-    """Serve the ASGI ``app`` from a background thread on ``host:port`` (0: a free port).
+def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0, message_limit: int = 0) -> tuple[str, Callable[[], None]]:
+    """Serve the ASGI ``app`` from a background thread on ``host:port`` (0: a free port);
+    ``message_limit``: the app's body limit, which WebSocket messages up to are read whole.
 
     Returns ``(base_url, stop)``; ``stop()`` ends the server (its connections closed) and waits for it.
     """
     sockets = _sockets(host, port)
-    server = _server(app)
+    server = _server(app, message_limit)
     thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, name=f"uvicorn {host}:{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + _START_WAIT_S
@@ -165,6 +171,7 @@ def serve(
     *,
     on_listen: Callable[[str], None] | None = None,
     on_stop: Callable[[], None] | None = None,
+    message_limit: int = 0,
 ) -> None:
     """Serve the ASGI ``app`` in the foreground until SIGINT or SIGTERM, then return after closing.
 
@@ -172,10 +179,10 @@ def serve(
     ``OSError`` before that when it cannot. On the first SIGINT or SIGTERM the server stops
     listening and ``on_stop()`` runs (it ends the open results streams, so their last words reach the
     clients); the answers under way get ``_DRAIN_S`` to be sent, then every connection is closed and
-    this returns. A second signal ends the wait at once.
+    this returns. A second signal ends the wait at once. ``message_limit``: as for ``serve_in_thread``.
     """
     sockets = _sockets(host, port)
-    server = _server(app)
+    server = _server(app, message_limit)
     signalled: list[tuple[str, float]] = []  # the first signal's name and time
 
     def terminate(signum, frame) -> None:

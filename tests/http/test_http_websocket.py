@@ -427,3 +427,27 @@ def stop_reading(server, consumer, producer) -> dict[str, tuple]:
     for reader in readers:
         reader.join(10)
     return closed
+
+
+def test_a_message_over_what_the_server_reads_ends_the_socket(endpoint_factory):
+    """The server reads a message whole up to the larger of 16 MiB and the body limit: past the
+    limit a reply refuses it (above), past what it reads the server ends the socket (a 1009 close
+    frame, which the client may not get to read: the server stops reading its message)."""
+    server = endpoint_factory(cache_engine="local", max_body_mb=0.5)
+    with open_socket(server, "/streams/huge/ws") as sock:
+        sock.send(ndjson((1000, triple(0))))
+        assert replies(sock, 1)[0]["accepted"] == 1
+        with pytest.raises((ConnectionClosed, ConnectionResetError, BrokenPipeError)):
+            sock.send(b"x" * (16 * 1024 * 1024 + 1))
+            sock.recv(timeout=30)
+    with open_socket(server, "/streams/huge/ws") as sock:  # the server goes on
+        sock.send(ndjson((2000, triple(1))))
+        assert replies(sock, 1)[0]["accepted"] == 1
+
+
+def test_a_body_limit_over_16_mib_reads_messages_up_to_it(endpoint_factory):
+    server = endpoint_factory(cache_engine="local", max_body_mb=20)
+    with open_socket(server, "/streams/large/ws") as sock:
+        sock.send(b"x" * (17 * 1024 * 1024))  # read whole, and refused as what it is
+        assert replies(sock, 1)[0] == {"seq": 1, "status": 400, "error": "line 1 is not JSON: Expecting value: line 1 column 1 (char 0)",
+                                       "line": 1, "column": 1}
