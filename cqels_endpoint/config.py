@@ -63,7 +63,8 @@ queries, updates, pushes; as many again for the Flask routes): it bounds how man
 A ``/queries/{name}/results`` stream holds none (it waits on the event loop), so subscribers are
 not bounded by it.
 Each query keeps its last ``replay_buffer`` emissions for ``Last-Event-ID`` resumes; a subscriber
-more than ``subscriber_queue`` emissions behind is disconnected; an idle stream gets a keep-alive
+more than ``subscriber_queue`` emissions behind is disconnected (a WebSocket reader may ask for a
+smaller buffer and another overflow policy: ``http/sockets.py``); an idle stream gets a keep-alive
 every ``keepalive_s`` seconds (``http/results.py``).
 
 ``max_window_triples`` bounds the triples of one window state, ``max_tick_rows`` the rows the

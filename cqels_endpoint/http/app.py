@@ -9,6 +9,7 @@ routes natively (marked *native*) and hands every other request to Flask.
 | ``/store``, ``/store/…`` | GET HEAD PUT POST DELETE | ``graph_store.py`` — Graph Store Protocol |
 | ``/streams/{name}``, ``/streams``, ``/streams/{name}/clock`` | POST GET DELETE | ``streams.py`` — push (*native*), list, reset a clock |
 | ``/queries/{name}/results`` | GET HEAD | ``results.py`` — emissions as Server-Sent Events or NDJSON (*native*) |
+| ``/streams/{name}/ws``, ``/queries/{name}/ws`` | WebSocket | ``sockets.py`` — push batches, read emissions (*native*) |
 | ``/queries``, ``/queries/{name}``, ``/queries/{name}/instances`` | GET PUT DELETE POST | ``queries.py`` — stored queries, parameters, instances |
 | ``/``, ``/console/…`` | GET | ``console.py`` — the web console |
 | ``/health`` | GET HEAD | ``asgi.py`` (*native*) |

@@ -9,6 +9,8 @@
 | ``POST /update`` of an ``application/sparql-update`` body, no parameter | in a worker thread, after the token and read-only checks |
 | ``POST /streams/{name}`` | read and applied in a worker thread (``streams.push``) |
 | ``GET``/``HEAD /queries/{name}/results`` | SSE or NDJSON (``results.open_results``), waiting on the loop: a subscriber holds no thread |
+| WebSocket ``/streams/{name}/ws`` | each message one push batch, in a worker thread (``sockets.produce``) |
+| WebSocket ``/queries/{name}/ws`` | each emission one message, waiting on the loop (``sockets.consume``) |
 
 Everything else goes to the Flask app, run by ``a2wsgi`` in its own threads, unchanged to a client
 (the Graph Store Protocol, query registration, the console, metrics, and the SPARQL Protocol's
@@ -19,6 +21,7 @@ native routes read already is handed on with the request.
 What the native routes share with Flask: the same JSON errors (``errors.ERROR_ANSWERS``), the body
 limit (413 before reading when ``Content-Length`` says so, else as soon as the body passes it), the
 token and read-only mode (``auth.write_refusal``), CORS (``cors.CorsMiddleware`` wraps this app).
+A WebSocket handshake the routes refuse gets that HTTP error (uvicorn's ``websocket.http.response``).
 A query's own deadline (``static_store.timeout``) ends a runaway query; as it runs in a worker
 thread and pyoxigraph releases the GIL while it evaluates, the loop keeps answering meanwhile.
 """

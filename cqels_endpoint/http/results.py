@@ -25,7 +25,8 @@ available, says so in a comment (``: emissions 3..40 are no longer in the replay
 emission (the query was registered anew) gets the live emissions and a comment saying so.
 
 A client that falls ``subscriber_queue`` emissions behind is disconnected (logged on
-``cqels_endpoint.http``, counted in ``/metrics``); ingestion never waits for a client. Unknown
+``cqels_endpoint.http``, counted in ``/metrics``); ingestion never waits for a client. (A
+WebSocket reader, ``sockets.py``, may choose to lose emissions instead.) Unknown
 query: 404. The name may contain ``/`` (instances ``template/instance``).
 
 A query the engine stops because it failed (past its limits: docs/ARCHITECTURE.md, "Limits") ends
