@@ -345,12 +345,13 @@ class EndpointApp:
         if overflow not in OVERFLOW_POLICIES:
             raise HttpError(400, f"overflow={overflow}: a full buffer does one of {', '.join(OVERFLOW_POLICIES)}")
         stream = ResultStream(self.context.subscriptions, hub, after, capacity, overflow)
-        finished = _hang_up_when_dropped(stream, scope)
+        # Never called off: the close frame of a dropped socket may sit behind what its client
+        # does not read (the server would wait 10 s for its answer), and no other request shares it.
+        _hang_up_when_dropped(stream, scope)
         try:
             await send({"type": "websocket.accept"})
             await consume(stream, triple_format, receive, send)
         finally:
-            finished()
             stream.close()
 
     # ------------------------------------------------------------------ plumbing
@@ -503,7 +504,7 @@ async def _refuse(scope: Scope, send: Send, error: HttpError) -> None:
 def _hang_up_when_dropped(stream: ResultStream, scope: Scope) -> Callable[[], None]:
     """Drop the connection of ``stream`` ``_DROP_GRACE_S`` after the hub drops it for being slow
     (it may be stuck in a write to a client that stopped reading); call what this returns once the
-    stream has ended by itself."""
+    stream has ended by itself (its connection may serve the next request)."""
     loop = asyncio.get_running_loop()
     abort = scope.get(ABORT_CONNECTION)
     finished = False

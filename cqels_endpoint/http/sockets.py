@@ -13,7 +13,8 @@ what the subscription starts from, ``{"subscribed": name, "last": n, "message": 
 text message per emission: the JSON of an SSE ``data:`` line with the emission's ``"id"`` first
 and, after emissions the subscriber's overflow policy discarded, ``"skipped": n``. The server ends
 it with a close frame: 1000 when the query is unregistered, 1001 when the server stops, 1008 when
-a ``disconnect`` subscriber fell behind; a failed query sends ``{"query", "error"}`` first, then
+a ``disconnect`` subscriber fell behind (its connection dropped 2 s later if it is still open: its
+client may not read as far as the close frame); a failed query sends ``{"query", "error"}`` first, then
 closes with 1011. What the client sends is ignored.
 """
 
