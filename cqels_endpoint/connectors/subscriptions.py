@@ -86,11 +86,17 @@ class SubscriptionEnded(Exception):
 
 
 class Subscriber:
-    """One client's bounded queue. The hub offers, the client's thread takes with ``next``."""
+    """One client's bounded queue. The hub offers, the client's thread takes with ``next``.
 
-    def __init__(self, hub: QueryHub, capacity: int):
+    ``overflow``: what a full queue does with a new emission: ``disconnect`` (the subscriber is
+    dropped, as an SSE client is), ``drop-oldest`` or ``drop-newest`` (an emission is discarded and
+    counted in ``dropped``; a sink's buffer)."""
+
+    def __init__(self, hub: QueryHub, capacity: int, overflow: str = "disconnect"):
         self.hub = hub
         self.capacity = capacity
+        self.overflow = overflow
+        self.dropped = 0
         self._items: deque[Entry] = deque()
         self._ready = threading.Condition(threading.Lock())
         self._ended: SubscriptionEnded | None = None
@@ -109,6 +115,11 @@ class Subscriber:
                 raise self._ended
             return self._items.popleft() if self._items else None
 
+    @property
+    def queued(self) -> int:
+        with self._ready:
+            return len(self._items)
+
     def close(self) -> None:
         """The client is gone: stop offering it anything."""
         self.hub._remove(self)
@@ -116,10 +127,16 @@ class Subscriber:
     # ------------------------------------------------------------------ driven by the hub
 
     def _offer(self, entry: Entry) -> bool:
-        """Queues ``entry``; False (nothing queued) when the queue is full. Never waits for the client."""
+        """Queues ``entry``, or discards an emission by the ``overflow`` policy; False when the queue
+        is full and the subscriber must be disconnected. Never waits for the client."""
         with self._ready:
             if len(self._items) >= self.capacity:
-                return False
+                if self.overflow == "disconnect":
+                    return False
+                self.dropped += 1
+                if self.overflow == "drop-newest":
+                    return True
+                self._items.popleft()
             self._items.append(entry)
             self._ready.notify()
         self._woken()
@@ -165,13 +182,16 @@ class QueryHub:
         with self._lock:
             return len(self._subscribers)
 
-    def subscribe(self, after: int | None) -> tuple[Subscriber, list[Entry], Gap | None]:
+    def subscribe(self, after: int | None, capacity: int | None = None,
+                  overflow: str = "disconnect") -> tuple[Subscriber, list[Entry], Gap | None]:
         """A new subscriber, the buffered entries numbered after ``after`` (None: no replay) and the
         gap between ``after`` and the oldest of them when the buffer no longer reaches back that far.
 
-        Taken atomically with respect to new emissions: every later one goes to the queue, none twice.
+        ``capacity`` bounds its queue (None: the hub's ``queue``), ``overflow`` says what a full one
+        does (``Subscriber``). Taken atomically with respect to new emissions: every later one goes
+        to the queue, none twice.
         """
-        subscriber = Subscriber(self, self.queue)
+        subscriber = Subscriber(self, self.queue if capacity is None else capacity, overflow)
         with self._lock:
             replay: list[Entry] = []
             gap = None
