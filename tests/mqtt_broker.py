@@ -123,6 +123,10 @@ class Broker:
         path = self.directory / "mosquitto.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def acknowledgements(self, client_id: str) -> int:
+        """The QoS 1 messages ``client_id`` acknowledged (PUBACK), as the broker logged them."""
+        return self.log().count(f"Received PUBACK from {client_id} ")
+
     # ------------------------------------------------------------------ test clients
 
     def client(self, client_id: str = "", *, clean_session: bool = True) -> mqtt.Client:
@@ -181,11 +185,12 @@ class Subscriber:
         self.client.loop_stop()
 
 
-def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
-    """Waits for ``condition`` (a connector's state or counters, which signal nothing when they change)."""
+def wait_until(condition: Callable[[], bool], what: str | Callable[[], str], timeout_s: float = 10.0) -> None:
+    """Waits for ``condition`` (a connector's state or counters, which signal nothing when they
+    change); ``what`` says what was awaited (a callable: as things stand when it times out)."""
     give_up = time.monotonic() + timeout_s
     while not condition():
-        assert time.monotonic() < give_up, f"timed out waiting for {what}"
+        assert time.monotonic() < give_up, f"timed out waiting for {what() if callable(what) else what}"
         time.sleep(0.01)
 
 
