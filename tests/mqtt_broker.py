@@ -127,6 +127,15 @@ class Broker:
         """The QoS 1 messages ``client_id`` acknowledged (PUBACK), as the broker logged them."""
         return self.log().count(f"Received PUBACK from {client_id} ")
 
+    def settle(self) -> None:
+        """Returns once the broker is done with what it read before: it handles one connection at
+        a time and saves its persistence file between two (autosave_on_changes), so a test
+        client's connection accepted after the PUBACKs it logged means they are saved, and a
+        SIGKILL after that loses none."""
+        client = self.client()
+        client.disconnect()
+        client.loop_stop()
+
     # ------------------------------------------------------------------ test clients
 
     def client(self, client_id: str = "", *, clean_session: bool = True) -> mqtt.Client:

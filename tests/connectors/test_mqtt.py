@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -317,6 +319,7 @@ def test_the_broker_restarted_mid_stream(new_broker, twin, kill):
         # Stopped once the broker has the acknowledgements: a message stopped before would come
         # again (at least once), which this test is not about.
         wait_until(lambda: broker.acknowledgements("cqels-restart") == 3, "3 acknowledgements")
+        broker.settle()
         broker.stop(kill=kill)
         wait_until(lambda: reader.state == RETRYING, "retrying")
         broker.start()
@@ -354,6 +357,56 @@ def test_a_message_the_engine_did_not_take_is_delivered_again(broker, twin):
         twin.twin.push(STREAM, ntriples(event(i)), time=START_MS + i)
     assert twin.emitted["engine"] == twin.emitted["twin"]
     assert reader.accepted == 3 and not reader.rejected
+
+
+# A server whose engine takes a message and never returns: killed there, it has not acknowledged it.
+KILLED_SERVER = """
+import sys, threading, time
+from cqels_endpoint.connectors.mqtt import MqttSource
+from cqels_endpoint.connectors.specs import source_from_json
+from cqels_endpoint.engine import Engine
+
+engine = Engine()
+
+def busy(stream, events):
+    print("delivering", flush=True)
+    threading.Event().wait()
+
+engine.push_batch = busy
+spec = source_from_json("killed", {"kind": "mqtt", "address": sys.argv[1], "topics": [sys.argv[2]], "stream": sys.argv[3],
+                                   "format": "ndjson"})
+reader = MqttSource(spec, engine, sys.argv[3])
+reader.start()
+while reader.state != "connected":
+    time.sleep(0.01)
+print("connected", flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_server_killed_before_acknowledging_gets_the_message_again(broker, twin):
+    topic = "killed/obs"
+    server = subprocess.Popen([sys.executable, "-c", KILLED_SERVER, broker.address, topic, STREAM], stdout=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(20, server.kill)  # a child that never says what it awaits must not hang the test
+    watchdog.start()
+    try:
+        assert server.stdout.readline() == "connected\n"
+        broker.publish(topic, ndjson([(0, START_MS)]), ndjson([(1, START_MS + 1)]))
+        assert server.stdout.readline() == "delivering\n"
+    finally:
+        watchdog.cancel()
+        server.kill()
+        server.wait()
+        server.stdout.close()
+    # The same source (its client id, its persistent session) in a server started again.
+    with running(source(twin.engine, "killed", broker.address, [topic], format="ndjson")) as reader:
+        accepted(reader, 2)
+        broker.publish(topic, ndjson([(2, START_MS + 2)]))
+        accepted(reader, 3)
+    for i in range(3):
+        twin.twin.push(STREAM, ntriples(event(i)), time=START_MS + i)
+    assert (reader.received, reader.accepted, dict(reader.rejected)) == (3, 3, {})
+    assert twin.emitted["engine"] == twin.emitted["twin"]
 
 
 # ---------------------------------------------------------------------------- sinks
@@ -425,13 +478,17 @@ def test_a_sink_buffers_while_the_broker_is_away(new_broker, overflow):
     broker = new_broker()
     topic = "results/buffered"
     # A persistent subscriber: what the sink publishes while it reconnects after the restart is kept for it.
-    subscriber = broker.subscriber(topic, client_id=f"test-buffered-{overflow}")
+    subscriber_id = f"test-buffered-{overflow}"
+    subscriber = broker.subscriber(topic, client_id=subscriber_id)
     with sink_engine(QUERY) as (engine, subscriptions, oracle), \
             running(sink(subscriptions, "buffered", broker, topic, buffer=3, overflow=overflow,
                          retry={"initial_ms": 50, "max_ms": 100})) as writer:
         connected(writer)
         engine.push(STREAM, ntriples(event(0)), time=START_MS)
         first = subscriber.take(1)
+        # Both acknowledgements in (the sink's and the subscriber's), or the broker sends emission 0 again.
+        wait_until(lambda: writer.published == 1 and broker.acknowledgements(subscriber_id) == 1, "emission 0 acknowledged")
+        broker.settle()
         broker.stop()
         wait_until(lambda: writer.state == RETRYING, "retrying")
         for i in range(1, 8):
