@@ -335,6 +335,33 @@ def test_the_broker_restarted_mid_stream(new_broker, twin, kill):
     assert twin.emitted["engine"] == twin.emitted["twin"]
 
 
+@pytest.mark.parametrize("clean_session", [False, True], ids=["persistent", "clean"])
+def test_retained_messages_come_again_only_with_a_new_subscription(new_broker, twin, clean_session):
+    broker = new_broker()
+    topic = "retained/obs"
+    name = f"retained-{clean_session}"
+    broker.publish(topic, ndjson([(0, START_MS)]), retain=True)
+    reader = source(twin.engine, name, broker.address, [topic], format="ndjson", clean_session=clean_session,
+                    retry={"initial_ms": 50, "max_ms": 50})
+    with running(reader):
+        connected(reader)
+        accepted(reader, 1)
+        wait_until(lambda: broker.acknowledgements(f"cqels-{name}") == 1, "the acknowledgement")
+        broker.settle()
+        broker.stop()
+        wait_until(lambda: reader.state == RETRYING, "retrying")
+        broker.start()
+        connected(reader, 2)
+        # Published after the reconnection: on one topic, it comes after any retained message sent again.
+        broker.publish(topic, ndjson([(1, START_MS + 1)]))
+        wait_until(lambda: reader.last_event_time == START_MS + 1, "the message after the reconnection")
+    # A persistent session kept the subscription: not made again, no retained message again. A
+    # clean one subscribed again, and the broker sent the retained message again (at the stream's
+    # latest time, so taken again).
+    again = 1 if clean_session else 0
+    assert (reader.received, reader.accepted, dict(reader.rejected)) == (2 + again, 2 + again, {})
+
+
 def test_a_message_the_engine_did_not_take_is_delivered_again(broker, twin):
     topic = "crash/obs"
     reader = source(twin.engine, "crash", broker.address, [topic], format="ndjson", retry={"initial_ms": 50, "max_ms": 50})
