@@ -30,6 +30,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 HOST = "127.0.0.1"
+#: The password listener's users in the tests' brokers.
+USERS = {"cqels": "s3cret pass"}
 START_TIMEOUT_S = 10.0
 
 
@@ -138,23 +140,27 @@ class Broker:
 
     # ------------------------------------------------------------------ test clients
 
-    def client(self, client_id: str = "", *, clean_session: bool = True) -> mqtt.Client:
-        """A paho client connected to ``port``, its network loop in a thread of its own (which
-        reconnects it, quickly, when the broker comes back)."""
+    def client(self, client_id: str = "", *, clean_session: bool = True, user: tuple[str, str] | None = None) -> mqtt.Client:
+        """A paho client connected to ``port`` (with ``user``, a name and password: ``auth_port``),
+        its network loop in a thread of its own (which reconnects it, quickly, when the broker
+        comes back)."""
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session)
         client.reconnect_delay_set(min_delay=0.05, max_delay=0.2)
         connected = queue.Queue()
         client.on_connect = lambda _c, _u, _f, reason, _p: connected.put(reason)
-        client.connect(HOST, self.port, keepalive=30)
+        if user is not None:
+            client.username_pw_set(*user)
+        client.connect(HOST, self.port if user is None else self.auth_port, keepalive=30)
         client.loop_start()
         reason = connected.get(timeout=5)
         if reason.is_failure:
             raise RuntimeError(f"test client refused: {reason}")
         return client
 
-    def publish(self, topic: str, *payloads: bytes | str, qos: int = 1, retain: bool = False) -> None:
+    def publish(self, topic: str, *payloads: bytes | str, qos: int = 1, retain: bool = False,
+                user: tuple[str, str] | None = None) -> None:
         """Publishes ``payloads`` in order and returns once the broker has them all (QoS 1: acknowledged)."""
-        client = self.client()
+        client = self.client(user=user)
         try:
             infos = [client.publish(topic, payload, qos=qos, retain=retain) for payload in payloads]
             for info in infos:

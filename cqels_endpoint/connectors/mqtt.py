@@ -60,7 +60,7 @@ class _Link:
         self.connack: mqtt.ReasonCode | None = None
         self.session_present = False
         self.lost: str | None = None  # why the connection ended, when the callbacks said
-        self.error: str | None = None  # the last error paho met on the socket (a TLS alert, a reset)
+        self.error: str | None = None  # the first error paho met on the socket (a TLS failure, a reset)
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_log = self._on_log
@@ -90,7 +90,7 @@ class _Link:
         return reason
 
     def connection_lost(self, rc: MQTTErrorCode) -> ConnectionLost:
-        what = "the connection to the broker was lost" if self.connack else "the broker closed the connection before accepting it"
+        what = "the connection to the broker was lost" if self.connack is not None else "the broker closed the connection before accepting it"
         return ConnectionLost(f"{what} ({self.error or self.lost or mqtt.error_string(rc)})")
 
 

@@ -8,10 +8,8 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
-from mqtt_broker import Broker, mosquitto_executable
+from mqtt_broker import USERS, Broker, mosquitto_executable
 from paths import ROOT
-
-USERS = {"cqels": "s3cret pass"}
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import paho.mqtt.client as mqtt
 import pyoxigraph as ox
 import pytest
-from mqtt_broker import HOST, Broker, wait_until
+from mqtt_broker import HOST, USERS, Broker, wait_until
 
 from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING
 from cqels_endpoint.connectors.mqtt import MqttSink, MqttSource
@@ -213,28 +213,17 @@ def test_a_malformed_message_is_counted_and_the_next_one_accepted(broker, twin):
 # ---------------------------------------------------------------------------- credentials and TLS
 
 
-def test_username_and_password(broker, twin, monkeypatch):
-    monkeypatch.setenv(PASSWORD_ENV, "s3cret pass")
+@pytest.mark.parametrize("user", ["username", "username_env"])
+def test_username_and_password(broker, twin, monkeypatch, user):
+    monkeypatch.setenv(PASSWORD_ENV, USERS["cqels"])
+    monkeypatch.setenv("CQELS_TEST_MQTT_USER", "cqels")
     address = f"mqtt://{HOST}:{broker.auth_port}"
-    with running(source(twin.engine, "auth", address, ["auth/obs"], username="cqels", password_env=PASSWORD_ENV)) as reader:
+    fields = {"username": "cqels"} if user == "username" else {"username_env": "CQELS_TEST_MQTT_USER"}
+    with running(source(twin.engine, f"auth-{user}", address, ["auth/obs"], password_env=PASSWORD_ENV, **fields)) as reader:
         connected(reader)
-        broker_auth_publish(broker, "auth/obs", ntriples(event(1)))
+        # On the password listener: each listener has its own clients (per_listener_settings).
+        broker.publish("auth/obs", ntriples(event(1)), user=("cqels", USERS["cqels"]))
         accepted(reader, 1)
-
-
-def broker_auth_publish(broker: Broker, topic: str, payload: str) -> None:
-    """Publishes on the password listener (the anonymous one is another listener: per_listener_settings)."""
-    from paho.mqtt.enums import CallbackAPIVersion
-
-    client = mqtt.Client(CallbackAPIVersion.VERSION2)
-    client.username_pw_set("cqels", "s3cret pass")
-    client.connect(HOST, broker.auth_port)
-    client.loop_start()
-    try:
-        client.publish(topic, payload, qos=1).wait_for_publish(5)
-    finally:
-        client.disconnect()
-        client.loop_stop()
 
 
 @pytest.mark.parametrize("password", ["wrong", None])
