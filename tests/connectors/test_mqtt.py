@@ -9,7 +9,6 @@ same query received, emission for emission. Topic matching is checked against pa
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import subprocess
@@ -24,7 +23,7 @@ from mqtt_broker import HOST, USERS, Broker, wait_until
 
 from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING
 from cqels_endpoint.connectors.mqtt import MqttSink, MqttSource
-from cqels_endpoint.connectors.specs import Tls, sink_from_json, source_from_json
+from cqels_endpoint.connectors.specs import sink_from_json, source_from_json
 from cqels_endpoint.connectors.subscriptions import Subscriptions
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.testing import ManualClock
@@ -270,25 +269,22 @@ def test_tls(broker, twin, host, port, tls):
         accepted(reader, 1)
 
 
-@pytest.mark.parametrize(("host", "port", "reason"), [
-    ("127.0.0.1", "tls_port", "IP address mismatch"),  # without insecure, the host name is checked
+@pytest.mark.parametrize(("host", "port", "tls", "reason"), [
+    ("127.0.0.1", "tls_port", {}, "IP address mismatch"),  # without insecure, the host name is checked
+    ("localhost", "tls_port", {"ca": None}, "CERTIFICATE_VERIFY_FAILED"),  # the system's authorities do not know its CA
     # This listener wants a client certificate: it closes the connection after the handshake.
-    ("localhost", "mtls_port", "the broker closed the connection before accepting it (failed to receive on socket: "),
+    ("localhost", "mtls_port", {}, "the broker closed the connection before accepting it (failed to receive on socket: "),
 ])
-def test_tls_refused(broker, twin, host, port, reason):
-    with running(tls_source(broker, twin.engine, f"tlsbad-{port}", host, getattr(broker, port))) as reader:
+def test_tls_refused(broker, twin, host, port, tls, reason):
+    with running(tls_source(broker, twin.engine, f"tlsbad-{port}-{host}-{len(tls)}", host, getattr(broker, port), **tls)) as reader:
         wait_until(lambda: reader.state == RETRYING or reader.connections, "a TLS failure")
         assert reader.connections == 0 and reason in reader.reason
 
 
 def test_an_unreadable_ca_file_fails(broker, twin, tmp_path):
-    with running(tls_source(broker, twin.engine, "tlsca", "localhost", broker.tls_port)) as reader:
-        connected(reader)
-    spec = tls_source(broker, twin.engine, "tlsca2", "localhost", broker.tls_port).spec
-    missing = MqttSource(dataclasses.replace(spec, tls=Tls(ca=str(tmp_path / "none.pem"))), twin.engine, STREAM)
-    with running(missing):
-        wait_until(lambda: missing.state == FAILED, "failed")
-        assert missing.reason.startswith("tls: cannot load the CA, certificate or key:")
+    with running(tls_source(broker, twin.engine, "tlsca", "localhost", broker.tls_port, ca=str(tmp_path / "none.pem"))) as reader:
+        wait_until(lambda: reader.state == FAILED, "failed")
+        assert reader.reason.startswith("tls: cannot load the CA, certificate or key:")
 
 
 # ---------------------------------------------------------------------------- broker restarts and redelivery
