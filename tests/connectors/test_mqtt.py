@@ -21,7 +21,7 @@ import pyoxigraph as ox
 import pytest
 from mqtt_broker import HOST, USERS, Broker, wait_until
 
-from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING
+from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING, WAITING
 from cqels_endpoint.connectors.mqtt import MqttSink, MqttSource
 from cqels_endpoint.connectors.specs import sink_from_json, source_from_json
 from cqels_endpoint.connectors.subscriptions import Subscriptions
@@ -483,6 +483,27 @@ def test_a_sink_refuses_ntriples_for_a_select(broker):
             running(sink(subscriptions, "selnt", broker, "results/x", format="ntriples")) as writer:
         wait_until(lambda: writer.state == FAILED, "failed")
         assert writer.reason == "format ntriples publishes CONSTRUCT triples; query 'q' is a SELECT"
+
+
+def test_a_sink_waits_for_its_query(broker):
+    topic = "results/waiting"
+    subscriber = broker.subscriber(topic)
+    engine = Engine(clock=ManualClock(START_MS))
+    subscriptions = Subscriptions(engine, replay=10, queue=10)
+    try:
+        with running(sink(subscriptions, "waiting", broker, topic)) as writer:
+            wait_until(lambda: writer.state == WAITING, "waiting")
+            assert writer.reason == "query 'q' is not registered"
+            oracle = []
+            engine.register(QUERY, name="q").subscribe(oracle.append)
+            wait_until(lambda: writer.state == CONNECTED, "attached")
+            engine.push(STREAM, ntriples(event(0)), time=START_MS)
+            received = subscriber.take(1)
+    finally:
+        subscriber.close()
+        subscriptions.close()
+        engine.close()
+    assert [json.loads(m.payload) for m in received] == [e.to_json() for e in oracle]
 
 
 @pytest.mark.parametrize("overflow", ["drop-oldest", "drop-newest"])
