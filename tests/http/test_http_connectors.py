@@ -44,6 +44,11 @@ def test_a_source_is_declared_listed_counted_replaced_and_deleted(live_endpoint,
     assert (listed["state"], listed["stream"], listed["accepted"], listed["rejected"]) == ("connected", STREAM, 1, {"malformed": 1})
     [stream] = [s for s in live_endpoint.get("/streams").json()["streams"] if s["stream"] == STREAM]
     assert stream["rejected"]["malformed"] >= 1
+    metrics = live_endpoint.get("/metrics").text
+    for line in ('cqels_source_messages_total{source="feed"} 2', 'cqels_source_events_total{source="feed"} 1',
+                 'cqels_source_rejected_total{source="feed",reason="malformed"} 1',
+                 'cqels_connector_state{role="source",name="feed",state="connected"} 1'):
+        assert line in metrics.splitlines(), line
     # Replaced: the old connection closes, the new one opens, its counters start again.
     replaced = put(live_endpoint, "/sources/feed", declaration(publisher, format="turtle"))
     assert replaced.status == 200 and replaced.json()["received"] == 0 and replaced.json()["spec"]["format"] == "turtle"
