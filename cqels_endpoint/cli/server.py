@@ -139,12 +139,12 @@ def add_serve(commands) -> None:
         "--source", action="append", default=[], metavar="NAME=URL", dest="sources",
         help="start the source NAME reading URL: mqtt[s]://[user@]host[:port]/TOPIC?stream=S&format=F&qos=1, or "
         "ws[s]://host[:port]/path?stream=S&format=F (docs/connectors.md); kept in --data-dir like PUT /sources/NAME; "
-        "repeatable",
+        "repeatable [env CQELS_SOURCE: NAME=URL entries separated by spaces]",
     )
     serve.add_argument(
         "--sink", action="append", default=[], metavar="NAME=URL", dest="sinks",
         help="start the sink NAME publishing a query's emissions: mqtt[s]://[user@]host[:port]/TOPIC?query=Q&format=json "
-        "(or ntriples for CONSTRUCT); kept like PUT /sinks/NAME; repeatable",
+        "(or ntriples for CONSTRUCT); kept like PUT /sinks/NAME; repeatable [env CQELS_SINK, as CQELS_SOURCE]",
     )
     serve.set_defaults(handler=_serve)
 
@@ -161,7 +161,8 @@ def _serve(args: argparse.Namespace) -> int:
     given = {field.name: getattr(args, field.name) for field in fields(ServerConfig) if hasattr(args, field.name)}
     given["data_dir"] = Path(args.data_dir)
     given["cors_origins"] = _cors_origins(args.cors_origin)
-    given["sources"], given["sinks"] = tuple(args.sources), tuple(args.sinks)
+    given["sources"] = _connector_flags(args.sources, "CQELS_SOURCE")
+    given["sinks"] = _connector_flags(args.sinks, "CQELS_SINK")
     try:
         config = ServerConfig(**given)
     except ValueError as error:
@@ -252,6 +253,13 @@ def _start_and_serve(config) -> int:
                 demo.stop()  # before the engine closes: never a push into a closed engine
             context.close()
     return EXIT_OK
+
+
+def _connector_flags(flags: list[str], env: str) -> tuple[str, ...]:
+    """The ``NAME=URL`` of every ``--source`` (``--sink``), else of its environment twin (space-separated)."""
+    import os
+
+    return tuple(flags) if flags else tuple(os.environ.get(env, "").split())
 
 
 def _cors_origins(flags: list[str] | None) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ class WebSocketSource(Source):
             password = self.secret(spec.password_env) or ""
             headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         try:
-            socket = connect(
+            opened = connect(
                 spec.address, additional_headers=headers, ssl=ssl_context(spec.tls) if spec.secure else None,
                 open_timeout=10, ping_interval=spec.keepalive_s or None, max_size=_MAX_MESSAGE, max_queue=_QUEUED,
                 proxy=None,
@@ -53,21 +53,21 @@ class WebSocketSource(Source):
             raise ConnectionLost(f"the publisher refused the connection: HTTP {error.response.status_code}") from None
         except InvalidHandshake as error:
             raise ConnectionLost(f"no WebSocket handshake with {spec.address}: {error}") from None
-        self._socket = socket
-        try:
-            self.connected()
-            while not self.stopping.is_set():
-                try:
-                    message = socket.recv(timeout=_READ_S)
-                except TimeoutError:
-                    continue
-                self.deliver(message.encode() if isinstance(message, str) else message, spec.address)
-        except ConnectionClosed as closed:
-            if not self.stopping.is_set():
-                raise ConnectionLost(f"the publisher closed the connection ({_close_reason(closed)})") from None
-        finally:
-            self._socket = None
-            socket.close()
+        with opened as socket:
+            self._socket = socket
+            try:
+                self.connected()
+                while not self.stopping.is_set():
+                    try:
+                        message = socket.recv(timeout=_READ_S)
+                    except TimeoutError:
+                        continue
+                    self.deliver(message.encode() if isinstance(message, str) else message, spec.address)
+            except ConnectionClosed as closed:
+                if not self.stopping.is_set():
+                    raise ConnectionLost(f"the publisher closed the connection ({_close_reason(closed)})") from None
+            finally:
+                self._socket = None
 
     def _interrupt(self) -> None:
         socket = self._socket
