@@ -18,23 +18,30 @@ from importlib import resources
 from flask import Blueprint, Response, abort, jsonify
 
 from cqels_endpoint.connectors.events import EVENT_FORMATS
-from cqels_endpoint.connectors.specs import OVERFLOWS, SINK_FORMATS, SINK_KINDS, SOURCE_KINDS, TIME_SOURCES
+from cqels_endpoint.connectors.specs import OVERFLOWS, SINK_FORMATS, SINK_KINDS, SOURCE_KINDS, TIME_SOURCES, SinkSpec, SourceSpec
 from cqels_endpoint.http.context import endpoint
 from cqels_endpoint.http.demo import DEMO_QUERY_NAME
 
 blueprint = Blueprint("console", __name__)
 
 _FILES = resources.files("cqels_endpoint.http") / "console_files"
-# What the forms of "Sources & sinks" offer: the declarations' own choices (connectors.specs).
+_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".html": "text/html; charset=utf-8"}
+
+
+def _default_first(values: tuple[str, ...] | list[str], default: str) -> list[str]:
+    return sorted(values, key=lambda value: value != default)
+
+
+# What the forms of "Sources & sinks" offer: the declarations' own choices (connectors.specs), each
+# list led by the declaration's default, which the form shows selected.
 CONNECTOR_CHOICES = {
     "source_kinds": list(SOURCE_KINDS),
-    "source_formats": list(EVENT_FORMATS),
-    "times": list(TIME_SOURCES),
+    "source_formats": _default_first(list(EVENT_FORMATS), SourceSpec.format),
+    "times": _default_first(TIME_SOURCES, SourceSpec.time),
     "sink_kinds": list(SINK_KINDS),
-    "sink_formats": list(SINK_FORMATS),
-    "overflows": list(OVERFLOWS),
+    "sink_formats": _default_first(SINK_FORMATS, SinkSpec.format),
+    "overflows": _default_first(OVERFLOWS, SinkSpec.overflow),
 }
-_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".html": "text/html; charset=utf-8"}
 
 
 @blueprint.get("/")

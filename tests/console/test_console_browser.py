@@ -206,6 +206,7 @@ def test_without_the_token_the_console_is_read_only(browser, endpoint_factory):
          what="the read-only state")
     assert js(browser, "return document.getElementById('cq-register').disabled") is True
     assert js(browser, "return document.querySelector('#push-form button').disabled") is True
+    assert js(browser, "return Array.from(document.querySelectorAll('.connector-form button')).map(b => b.disabled)") == [True, True]
     # Signed in (the token kept in session storage): writes carry it and succeed.
     js(browser, "sessionStorage.setItem('cqels-token', 's3cret')")
     open_console(browser, server)

@@ -10,8 +10,6 @@ of the same declaration sent over HTTP), not against values written here."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -19,44 +17,16 @@ from console_page import click, js, open_console, table_rows, wait
 from selenium.webdriver.common.alert import Alert
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
-from websockets.sync.server import ServerConnection, serve
+from ws_publisher import Publisher
 
 pytestmark = pytest.mark.slow  # each test starts a browser
-
-# The columns of the sources table (index.html).
-NAME, KIND, WHERE, STREAM, FORMAT, STATE, RECEIVED, ACCEPTED, REJECTED, LATE, LAG = range(11)
-
-
-class Publisher:
-    """A WebSocket publisher on a free port: ``send(text)`` goes to every client connected."""
-
-    def __init__(self) -> None:
-        self._server = serve(self._handle, "127.0.0.1", 0)
-        self.address = f"ws://127.0.0.1:{self._server.socket.getsockname()[1]}/obs"
-        self.clients: list[ServerConnection] = []
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def _handle(self, connection: ServerConnection) -> None:
-        self.clients.append(connection)
-        connection.wait_closed()  # the handler's return would close the connection
-
-    def send(self, text: str) -> None:
-        for client in self.clients:
-            client.send(text)
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._thread.join(5)
 
 
 @pytest.fixture
 def publisher() -> Iterator[Publisher]:
-    running = Publisher()
-    try:
-        yield running
-    finally:
-        running.close()
+    running = Publisher().start()
+    yield running
+    running.stop()
 
 
 @pytest.fixture
@@ -67,13 +37,6 @@ def server(endpoint_factory):
     for role in ("sources", "sinks"):
         for connector in live.get(f"/{role}").json()[role]:
             live.delete(f"/{role}/{connector['name']}")
-
-
-def closed_port() -> int:
-    """A port nothing listens on (the system's free one, released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def fill(browser, fields: dict[str, str]) -> None:
@@ -88,14 +51,23 @@ def submit(browser, form_id: str) -> None:
     js(browser, "document.querySelector('#' + arguments[0] + ' button[type=submit]').click()", form_id)
 
 
-def source_row(browser, name: str) -> list[str] | None:
+def source_row(browser, name: str) -> dict[str, str] | None:
+    """The source's row in the sources table, by column heading."""
+    headings = js(browser, "return Array.from(document.querySelectorAll('#sources thead th')).map(th => th.textContent)")
     rows = table_rows(browser, f"#sources tbody tr[data-name='{name}']")
-    return rows[0] if rows else None
+    return dict(zip(headings, rows[0], strict=True)) if rows else None
 
 
 def shown_state(browser, name: str) -> str | None:
     return js(browser, "const cell = document.querySelector(`#sources tr[data-name='${arguments[0]}'] td.state`); return cell && cell.dataset.state",
               name)
+
+
+def remove(browser, name: str) -> Alert:
+    """Clicks the source's Remove button; its confirmation."""
+    # Clicked from a timer: the script returns before the confirmation blocks the page.
+    js(browser, "const b = document.querySelector(`#sources tr[data-name='${arguments[0]}'] button`); setTimeout(() => b.click(), 0)", name)
+    return WebDriverWait(browser, 10).until(expected_conditions.alert_is_present())
 
 
 def open_connectors(browser, server) -> None:
@@ -108,60 +80,59 @@ def open_connectors(browser, server) -> None:
 def test_a_websocket_source_added_listed_counted_and_removed(browser, server, publisher, screenshot):
     open_connectors(browser, server)
 
-    # An address nobody listens on: listed retrying, with the failure and the wait before the next try.
-    fill(browser, {"source-name": "nowhere", "source-kind": "websocket", "source-address": f"ws://127.0.0.1:{closed_port()}/",
+    # An address nobody listens on (a publisher never started): listed retrying, with the failure and
+    # the wait before the next try.
+    fill(browser, {"source-name": "nowhere", "source-kind": "websocket", "source-address": Publisher().url,
                    "source-stream": "obs"})
     submit(browser, "source-form")
     wait(lambda: shown_state(browser, "nowhere") == "retrying", what="the unreachable source to retry")
     listed = server.get("/sources/nowhere").json()
     assert listed["state"] == "retrying" and listed["reason"]
     row = source_row(browser, "nowhere")
-    assert row[STATE].startswith("retrying, next try in ") and row[STATE].endswith(listed["reason"])
+    assert row["state"].startswith("retrying, next try in ") and row["state"].endswith(listed["reason"])
     assert "added the source nowhere" in js(browser, "return document.getElementById('source-status').textContent")
 
     # A real publisher: connected, and the declaration the server keeps is the form's.
-    fill(browser, {"source-name": "feed", "source-address": publisher.address, "source-stream": "obs",
+    fill(browser, {"source-name": "feed", "source-address": publisher.url, "source-stream": "obs",
                    "source-format": "ntriples", "source-time": "arrival"})
     assert js(browser, "return document.getElementById('source-topics').closest('label').hidden") is True  # MQTT only
     submit(browser, "source-form")
     wait(lambda: shown_state(browser, "feed") == "connected", what="the source to connect")
     spec = server.get("/sources/feed").json()["spec"]
     assert {key: spec[key] for key in ("kind", "address", "stream", "format", "time", "topics")} == {
-        "kind": "websocket", "address": publisher.address, "stream": "obs", "format": "ntriples", "time": "arrival", "topics": []}
-    wait(lambda: publisher.clients, what="the publisher to see the source")
+        "kind": "websocket", "address": publisher.url, "stream": "obs", "format": "ntriples", "time": "arrival", "topics": []}
+    publisher.wait_for_client()
 
     # Messages sent: the counters shown rise to the server's own.
     def shown_counters() -> tuple[str, ...]:
         row = source_row(browser, "feed")
-        return row[RECEIVED], row[ACCEPTED], row[REJECTED]
+        return row["received"], row["accepted"], row["rejected"]
 
     def served_counters() -> tuple[str, ...]:
         source = server.get("/sources/feed").json()
         return str(source["received"]), str(source["accepted"]), ", ".join(f"{k} {n}" for k, n in source["rejected"].items())
 
+    def reading(i: int) -> str:
+        return f'<http://example.org/s{i}> <http://example.org/t> "{20 + i}"^^<http://www.w3.org/2001/XMLSchema#integer> .'
+
     for i in range(2):
-        publisher.send(f"<http://example.org/s{i}> <http://example.org/t> {20 + i} .")
+        publisher.send(reading(i))
     wait(lambda: shown_counters() == ("2", "2", ""), what="two messages counted")
     for i in range(2, 5):
-        publisher.send(f"<http://example.org/s{i}> <http://example.org/t> {20 + i} .\n<http://example.org/s{i}> <http://example.org/u> 1 .")
+        publisher.send(reading(i) + f"\n<http://example.org/s{i}> <http://example.org/u> <http://example.org/v> .")
     publisher.send("<http://example.org/s> not N-Triples")
     wait(lambda: shown_counters() == ("6", "5", "malformed 1"), what="the later messages counted")
     assert shown_counters() == served_counters()
     row = source_row(browser, "feed")
-    assert row[STREAM] == server.get("/sources/feed").json()["stream"] and row[KIND] == "websocket" and row[WHERE] == publisher.address
+    assert row["stream"] == server.get("/sources/feed").json()["stream"] and row["kind"] == "websocket" and row["address · topics"] == publisher.url
     screenshot("console-connectors", readme=True)
 
     # Removing asks first: dismissed, the source stays; accepted, it goes from the page and the server.
-    def remove(name: str) -> Alert:
-        # Clicked from a timer: the script returns before the confirmation blocks the page.
-        js(browser, "const b = document.querySelector(`#sources tr[data-name='${arguments[0]}'] button`); setTimeout(() => b.click(), 0)", name)
-        return WebDriverWait(browser, 10).until(expected_conditions.alert_is_present())
-
-    alert = remove("feed")
+    alert = remove(browser, "feed")
     assert "Remove the source feed?" in alert.text
     alert.dismiss()
     assert server.get("/sources/feed").status == 200
-    remove("feed").accept()
+    remove(browser, "feed").accept()
     wait(lambda: source_row(browser, "feed") is None, what="the source to leave the list")
     assert server.get("/sources/feed").status == 404
     wait(lambda: "removed the source feed" in js(browser, "return document.getElementById('connectors-status').textContent"),
@@ -173,15 +144,16 @@ def test_refused_declarations_show_the_servers_message(browser, server):
     text = "PREFIX ex: <http://example.org/> SELECT ?s FROM STREAM <urn:obs> [RANGE 10s] WHERE { ?s ex:p ?o }"
     assert server.put("/queries/watched", body=text, headers={"Content-Type": "application/sparql-query"}).status == 201
     open_connectors(browser, server)
+    nowhere = Publisher().url  # never started
 
     # A time that is neither a choice nor an IRI: the server's 400, the time fields outlined, nothing added.
-    fill(browser, {"source-name": "odd", "source-kind": "websocket", "source-address": "ws://127.0.0.1:9/", "source-stream": "obs",
+    fill(browser, {"source-name": "odd", "source-kind": "websocket", "source-address": nowhere, "source-stream": "obs",
                    "source-format": "turtle", "source-time": "predicate"})
     assert js(browser, "return document.getElementById('source-time-predicate').hidden") is False
     fill(browser, {"source-time-predicate": "not an IRI"})
     submit(browser, "source-form")
     wait(lambda: js(browser, "return !document.getElementById('source-error').hidden"), what="the refusal")
-    declared = {"kind": "websocket", "address": "ws://127.0.0.1:9/", "stream": "obs", "format": "turtle", "time": "not an IRI"}
+    declared = {"kind": "websocket", "address": nowhere, "stream": "obs", "format": "turtle", "time": "not an IRI"}
     refused = server.put("/sources/odd", body=json.dumps(declared), headers={"Content-Type": "application/json"})
     assert refused.status == 400
     assert js(browser, "return document.getElementById('source-error').textContent") == refused.json()["error"]
@@ -210,3 +182,37 @@ def test_refused_declarations_show_the_servers_message(browser, server):
     wait(lambda: source_row(browser, "odd") is not None, what="the corrected source")
     assert js(browser, "return document.getElementById('source-error').hidden") is True
     assert js(browser, "return document.querySelectorAll('#source-form .invalid').length") == 0
+
+    # The name of a listed source: replacing it is asked first, then its declaration is the form's.
+    fill(browser, {"source-format": "ntriples"})
+    js(browser, "const b = document.querySelector('#source-form button[type=submit]'); setTimeout(() => b.click(), 0)")
+    alert = WebDriverWait(browser, 10).until(expected_conditions.alert_is_present())
+    assert "Replace the source odd?" in alert.text
+    alert.accept()
+    wait(lambda: "replaced the source odd" in js(browser, "return document.getElementById('source-status').textContent"), what="the replacement")
+    assert server.get("/sources/odd").json()["spec"]["format"] == "ntriples"
+
+
+def test_adding_and_removing_carry_the_token(browser, endpoint_factory):
+    guarded = endpoint_factory(cache_engine="local", auth_token="s3cret")
+    open_console(browser, guarded)  # the token is kept per origin: set once the page is there
+    js(browser, "sessionStorage.setItem('cqels-token', 's3cret')")
+    open_connectors(browser, guarded)
+    nowhere = Publisher().url  # never started
+    fill(browser, {"source-name": "guarded", "source-kind": "websocket", "source-address": nowhere, "source-stream": "obs"})
+    submit(browser, "source-form")
+    wait(lambda: source_row(browser, "guarded") is not None, what="the source added with the token")
+    assert guarded.get("/sources/guarded").json()["spec"]["address"] == nowhere
+
+    # A wrong token: the server's refusal is shown, nothing changes.
+    js(browser, "sessionStorage.setItem('cqels-token', 'wrong')")
+    fill(browser, {"source-name": "refused"})
+    submit(browser, "source-form")
+    wait(lambda: js(browser, "return document.getElementById('source-status').textContent") == "401", what="the refusal")
+    assert "bearer token is wrong" in js(browser, "return document.getElementById('source-error').textContent")
+    assert guarded.get("/sources/refused").status == 404
+
+    js(browser, "sessionStorage.setItem('cqels-token', 's3cret')")
+    remove(browser, "guarded").accept()
+    wait(lambda: source_row(browser, "guarded") is None, what="the source removed with the token")
+    assert guarded.get("/sources/guarded").status == 404

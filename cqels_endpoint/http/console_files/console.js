@@ -683,7 +683,9 @@
 
   function offerQueries() {
     return api("GET", "queries").then(function (r) { return r.json(); }).then(function (json) {
-      fillSelect($("sink-query"), json.queries.map(function (q) { return q.name; }));
+      var names = json.queries.map(function (q) { return q.name; });
+      fillSelect($("sink-query"), names);
+      if (!names.length) $("sink-query").appendChild(el("option", { value: "", text: "(no query registered)" }));
     });
   }
 
@@ -780,7 +782,6 @@
     var box = $(form.getAttribute("data-role") + "-error"), named = /^"(\w+)"/.exec(message || "");
     box.hidden = !message;
     box.textContent = message || "";
-    box.setAttribute("data-field", named ? named[1] : "");
     form.querySelectorAll("[data-field]").forEach(function (input) {
       input.classList.toggle("invalid", !!named && input.getAttribute("data-field") === named[1]);
     });
