@@ -1,6 +1,6 @@
 // The console of cqels-endpoint: one-shot SPARQL, continuous queries with live results and their
-// plans, the data (graphs and streams), and the sources and sinks. Plain browser JavaScript over the server's HTTP API
-// (docs/http.md, "The SPARQL endpoint"); nothing is built or fetched from elsewhere.
+// plans, the data (graphs and streams), the sources and sinks. Plain browser JavaScript over the
+// server's HTTP API (docs/http.md, "The SPARQL endpoint"); nothing is built or fetched from elsewhere.
 (function () {
   "use strict";
 
@@ -678,7 +678,7 @@
     fillSelect($("sink-kind"), choices.sink_kinds);
     fillSelect($("sink-format"), choices.sink_formats);
     fillSelect($("sink-overflow"), choices.overflows);
-    document.querySelectorAll(".connector-form").forEach(showKindFields);
+    document.querySelectorAll(".connector-form").forEach(showApplicableFields);
   }
 
   function offerQueries() {
@@ -689,8 +689,9 @@
     });
   }
 
-  function showKindFields(form) {
-    // Fields of one kind only (MQTT topics and QoS, a WebSocket token) show for that kind.
+  function showApplicableFields(form) {
+    // Fields of one kind (MQTT topics and QoS, a WebSocket token) show for that kind only, the
+    // predicate's IRI when the event time comes from one.
     var kind = form.querySelector(".connector-kind").value;
     form.querySelectorAll("[data-kinds]").forEach(function (label) {
       label.hidden = label.getAttribute("data-kinds").split(" ").indexOf(kind) < 0;
@@ -878,7 +879,7 @@
     $("push-form").addEventListener("submit", push);
     document.querySelectorAll(".connector-form").forEach(function (form) {
       form.addEventListener("submit", addConnector);
-      form.addEventListener("change", function () { showKindFields(form); });
+      form.addEventListener("change", function () { showApplicableFields(form); });
     });
     $("sign-in").addEventListener("click", function () {
       var given = window.prompt("Bearer token of this server (kept for this browser tab only)");
