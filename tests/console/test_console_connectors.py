@@ -85,11 +85,12 @@ def test_a_websocket_source_added_listed_counted_and_removed(browser, server, pu
     fill(browser, {"source-name": "nowhere", "source-kind": "websocket", "source-address": Publisher().url,
                    "source-stream": "obs"})
     submit(browser, "source-form")
-    wait(lambda: shown_state(browser, "nowhere") == "retrying", what="the unreachable source to retry")
+    # (While it tries again the countdown is gone: waited for, not read once.)
+    wait(lambda: (source_row(browser, "nowhere") or {}).get("state", "").startswith("retrying, next try in "),
+         what="the unreachable source to retry")
     listed = server.get("/sources/nowhere").json()
     assert listed["state"] == "retrying" and listed["reason"]
-    row = source_row(browser, "nowhere")
-    assert row["state"].startswith("retrying, next try in ") and row["state"].endswith(listed["reason"])
+    assert shown_state(browser, "nowhere") == "retrying" and source_row(browser, "nowhere")["state"].endswith(listed["reason"])
     assert "added the source nowhere" in js(browser, "return document.getElementById('source-status').textContent")
 
     # A real publisher: connected, and the declaration the server keeps is the form's.
