@@ -1,6 +1,7 @@
 """The console's "Sources & sinks" view in headless Chromium (issue 32): a WebSocket source added
 through its form, listed retrying (an address nobody listens on) or connected (a real publisher),
-its counters rising as the publisher sends N-Triples messages; a declaration the server refuses
+its counters rising as the publisher sends N-Triples messages; an MQTT declaration as the form sends
+it; a declaration the server refuses
 showing the server's 400 with the field it names outlined; the sink form offering the registered
 queries; a source removed after the confirmation.
 
@@ -163,6 +164,27 @@ def test_refused_declarations_show_the_servers_message(browser, server):
     assert outlined == ["source-time", "source-time-predicate"]
     assert server.get("/sources/odd").status == 404
 
+    # An MQTT source: its topic filters (one a line) and QoS show and are sent, the WebSocket token
+    # is not; the declaration sent is read from the page's own request. (The address has no host:
+    # refused before the kind's transport is looked for, with or without MQTT in this server.)
+    js(browser, """window.sent = [];
+        const send = window.fetch;
+        window.fetch = (url, options) => { if (options && options.method === 'PUT') window.sent.push(options.body); return send(url, options); };""")
+    fill(browser, {"source-name": "broker", "source-kind": "mqtt", "source-address": "mqtt://:1883", "source-stream": "obs",
+                   "source-format": "trig", "source-time": "payload", "source-topics": "sensors/+/obs\n\n  plant/# \n",
+                   "source-qos": "0", "source-username": "cqels", "source-password-env": "MQTT_PASSWORD", "source-token-env": "IGNORED"})
+    shown = js(browser, "return ['source-topics', 'source-qos', 'source-token-env'].map(id => !document.getElementById(id).closest('label').hidden)")
+    assert shown == [True, True, False]
+    submit(browser, "source-form")
+    wait(lambda: js(browser, "return window.sent.length") == 1, what="the MQTT declaration sent")
+    declared = json.loads(js(browser, "return window.sent[0]"))
+    assert declared == {"kind": "mqtt", "address": "mqtt://:1883", "stream": "obs", "format": "trig", "time": "payload",
+                        "topics": ["sensors/+/obs", "plant/#"], "qos": 0, "username": "cqels", "password_env": "MQTT_PASSWORD"}
+    refused = server.put("/sources/broker", body=json.dumps(declared), headers={"Content-Type": "application/json"})
+    assert refused.status == 400
+    wait(lambda: js(browser, "return document.getElementById('source-error').textContent") == refused.json()["error"], what="the refusal")
+    assert js(browser, "return Array.from(document.querySelectorAll('#source-form .invalid')).map(e => e.id)") == ["source-address"]
+
     # The sink form offers the registered queries; a topic with a wildcard is refused the same way.
     assert js(browser, "return Array.from(document.querySelectorAll('#sink-query option')).map(o => o.value)") == [
         q["name"] for q in server.get("/queries").json()["queries"]]
@@ -178,7 +200,8 @@ def test_refused_declarations_show_the_servers_message(browser, server):
     assert js(browser, "return Array.from(document.querySelectorAll('#sink-form .invalid')).map(e => e.id)") == ["sink-topic"]
 
     # Corrected, the source's refusal clears (the address is unreachable: it is added, retrying).
-    fill(browser, {"source-time": "payload"})
+    fill(browser, {"source-name": "odd", "source-kind": "websocket", "source-address": nowhere, "source-format": "turtle",
+                   "source-time": "payload", "source-username": "", "source-password-env": "", "source-token-env": ""})
     submit(browser, "source-form")
     wait(lambda: source_row(browser, "odd") is not None, what="the corrected source")
     assert js(browser, "return document.getElementById('source-error').hidden") is True
@@ -191,7 +214,8 @@ def test_refused_declarations_show_the_servers_message(browser, server):
     assert "Replace the source odd?" in alert.text
     alert.accept()
     wait(lambda: "replaced the source odd" in js(browser, "return document.getElementById('source-status').textContent"), what="the replacement")
-    assert server.get("/sources/odd").json()["spec"]["format"] == "ntriples"
+    replaced = server.get("/sources/odd").json()["spec"]
+    assert (replaced["format"], replaced["time"], replaced["username"], replaced["token_env"]) == ("ntriples", "payload", None, None)
 
 
 def test_adding_and_removing_carry_the_token(browser, endpoint_factory):
