@@ -1,9 +1,9 @@
 """The console's "Sources & sinks" view in headless Chromium (issue 32): a WebSocket source added
 through its form, listed retrying (an address nobody listens on) or connected (a real publisher),
-its counters rising as the publisher sends N-Triples messages; an MQTT declaration as the form sends
-it; a declaration the server refuses
-showing the server's 400 with the field it names outlined; the sink form offering the registered
-queries; a source removed after the confirmation.
+its counters rising as the publisher sends N-Triples messages; an MQTT declaration as the form
+sends it; a declaration the server refuses showing the server's 400 with the field it names
+outlined; the sink form offering the registered queries; a name in use replaced, a source removed,
+each after a confirmation; the token sent with both.
 
 What the page shows is checked against the server's own answers (``GET /sources/{name}``, the 400
 of the same declaration sent over HTTP), not against values written here."""
