@@ -29,6 +29,7 @@ emission), every emission lost is counted.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
@@ -130,6 +131,16 @@ class Connector:
                 self.stopping.wait(wait)
                 self.retry_at = None
         self._set(STOPPED, None)
+
+    def secret(self, variable: str | None) -> str | None:
+        """The value of the environment variable a credential is declared by (``ConnectorFailed``
+        when it is not set: the connector cannot work until the server is started with it)."""
+        if variable is None:
+            return None
+        value = os.environ.get(variable)
+        if value is None:
+            raise ConnectorFailed(f"the environment variable {variable} is not set for the server")
+        return value
 
     def connected(self) -> None:
         """A transport calls this once its connection is up."""

@@ -182,7 +182,8 @@ def from_url(name: str, url: str, *, sink: bool) -> SourceSpec | SinkSpec:
     kept = []
     tls: dict = {}
     retry: dict = {}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    # A URL's query, not a form: "+" is a plus (an MQTT wildcard), not a space.
+    for key, value in parse_qsl(parts.query.replace("+", "%2B"), keep_blank_values=True):
         if key in ("topic", "topics") and not sink and kind == "mqtt":
             data.setdefault("topics", []).append(value)
         elif key in names:
@@ -230,7 +231,8 @@ def _build(cls: type, name: str, data: object, kinds: tuple[str, ...]) -> Source
         raise SpecError(f'"name": {data["name"]!r} is not the name in the path, {name!r}')
     kind = data.get("kind")
     if kind not in kinds:
-        raise SpecError(f'"kind": {kind!r}; use one of {", ".join(kinds)}')
+        role = "source" if cls is SourceSpec else "sink"
+        raise SpecError(f'"kind": {kind!r}; a {role} is one of {", ".join(kinds)}')
     address = data.get("address")
     if not isinstance(address, str) or urlsplit(address).scheme not in SCHEMES[kind] or not urlsplit(address).hostname:
         raise SpecError(f'"address": {address!r}; a {kind} address is {" or ".join(s + "://host:port" for s in SCHEMES[kind])}')
