@@ -23,7 +23,6 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -198,15 +197,6 @@ class Subscriber:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str | Callable[[], str], timeout_s: float = 10.0) -> None:
-    """Waits for ``condition`` (a connector's state or counters, which signal nothing when they
-    change); ``what`` says what was awaited (a callable: as things stand when it times out)."""
-    give_up = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < give_up, f"timed out waiting for {what() if callable(what) else what}"
-        time.sleep(0.01)
 
 
 def _accepts(port: int) -> bool:

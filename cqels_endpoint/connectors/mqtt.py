@@ -28,7 +28,6 @@ files (one that cannot be read is ``ConnectorFailed``).
 from __future__ import annotations
 
 import logging
-import os
 import ssl
 from collections import deque
 from urllib.parse import urlsplit
@@ -36,7 +35,7 @@ from urllib.parse import urlsplit
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 
-from cqels_endpoint.connectors.base import _POLL_S, ConnectionLost, ConnectorFailed, Sink, Source
+from cqels_endpoint.connectors.base import _POLL_S, ConnectionLost, Connector, ConnectorFailed, Sink, Source
 from cqels_endpoint.connectors.specs import Connection, SinkSpec, SourceSpec, Tls
 from cqels_endpoint.connectors.subscriptions import Subscriptions
 from cqels_endpoint.engine import Engine
@@ -105,12 +104,13 @@ class _TlsContext(ssl.SSLContext):
         return self.wrapped
 
 
-def _client(spec: Connection) -> tuple[mqtt.Client, str | None, _TlsContext | None]:
-    """A paho client for ``spec`` with its credentials and TLS set, the user name and the TLS context."""
+def _client(connector: Connector) -> tuple[mqtt.Client, str | None, _TlsContext | None]:
+    """A paho client for ``connector`` with its credentials and TLS set, the user name and the TLS context."""
+    spec = connector.spec
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=spec.client_id or f"cqels-{spec.name}",
                          clean_session=spec.clean_session, protocol=mqtt.MQTTv311, manual_ack=True,
                          reconnect_on_failure=False)
-    user = _credentials(client, spec)
+    user = _credentials(connector, client)
     context = None
     if spec.secure:
         tls = spec.tls or Tls()
@@ -131,23 +131,15 @@ def _client(spec: Connection) -> tuple[mqtt.Client, str | None, _TlsContext | No
     return client, user, context
 
 
-def _credentials(client: mqtt.Client, spec: Connection) -> str | None:
+def _credentials(connector: Connector, client: mqtt.Client) -> str | None:
     """Sets the user and password the spec names (read from the environment now); returns the user."""
-    user = spec.username
-    if spec.username_env is not None:
-        user = _variable(spec.username_env, "username_env")
-    password = None if spec.password_env is None else _variable(spec.password_env, "password_env")
+    spec = connector.spec
+    user = spec.username if spec.username is not None else connector.secret(spec.username_env)
+    password = connector.secret(spec.password_env)
     if password is not None and user is None:
         raise ConnectorFailed("password_env is set but no username: MQTT sends a password only with a user name")
     client.username_pw_set(user, password)
     return user
-
-
-def _variable(name: str, field: str) -> str:
-    value = os.environ.get(name)
-    if value is None:
-        raise ConnectorFailed(f"{field}: the environment variable {name} is not set")
-    return value
 
 
 def _connect(client: mqtt.Client, spec: Connection, link: _Link, stopping) -> bool:
@@ -186,7 +178,7 @@ class MqttSource(Source):
 
     def _serve(self) -> None:
         spec = self.spec
-        client, user, tls = _client(spec)
+        client, user, tls = _client(self)
         link = _Link(client, spec, user, tls)
         received: deque[mqtt.MQTTMessage] = deque()
         client.on_message = lambda _client, _userdata, message: received.append(message)
@@ -250,10 +242,10 @@ class MqttSink(Sink):
         spec = self.spec
         if self._client is None:
             # One client for the sink's life: its unacknowledged QoS 1 messages are sent again after a reconnection.
-            self._client, user, self._tls = _client(spec)
+            self._client, user, self._tls = _client(self)
             self._client.on_publish = self._acknowledged
         else:
-            user = _credentials(self._client, spec)
+            user = _credentials(self, self._client)
         client = self._client
         link = _Link(client, spec, user, self._tls)
         try:

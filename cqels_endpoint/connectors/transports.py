@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from cqels_endpoint.connectors.mqtt import MqttSink, MqttSource
 from cqels_endpoint.connectors.websocket import WebSocketSource
 
-SOURCE_TRANSPORTS = {"websocket": WebSocketSource}
-SINK_TRANSPORTS: dict = {}
+SOURCE_TRANSPORTS = {"mqtt": MqttSource, "websocket": WebSocketSource}
+SINK_TRANSPORTS = {"mqtt": MqttSink}

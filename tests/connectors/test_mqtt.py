@@ -19,7 +19,8 @@ from contextlib import contextmanager
 import paho.mqtt.client as mqtt
 import pyoxigraph as ox
 import pytest
-from mqtt_broker import HOST, USERS, Broker, wait_until
+from mqtt_broker import HOST, USERS, Broker
+from waiting import eventually
 
 from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING, WAITING
 from cqels_endpoint.connectors.mqtt import MqttSink, MqttSource
@@ -113,13 +114,13 @@ def source(engine: Engine, name: str, address: str, topics: list[str], **fields)
 
 
 def connected(connector, connections: int = 1) -> None:
-    wait_until(lambda: connector.state == CONNECTED and connector.connections >= connections,
-               lambda: f"{connector.name} connected ({connector.status()})")
+    eventually(lambda: connector.state == CONNECTED and connector.connections >= connections,
+               what=f"{connector.name} connected {connections} times")
 
 
 def accepted(connector, events: int, received: int | None = None) -> None:
-    wait_until(lambda: connector.accepted >= events and connector.received >= (received or 0),
-               lambda: f"{connector.name} to accept {events} events ({connector.status()})")
+    eventually(lambda: connector.accepted >= events and connector.received >= (received or 0),
+               what=f"{connector.name} accepting {events} events")
 
 
 # ---------------------------------------------------------------------------- payload formats and time
@@ -188,7 +189,7 @@ def test_wildcards_match_as_mqtt_says(broker, twin):
         for i, topic in enumerate(topics):
             broker.publish(topic, f'<{EX}m/{i}> <{EX}topic> "{topic}" .')
         broker.publish("wild/deep/end", f'<{EX}m/end> <{EX}topic> "end" .')  # the last one: the others came before
-        wait_until(lambda: "end" in seen, "the last message")
+        eventually(lambda: "end" in seen, what="the last message")
     assert seen == [t for t in topics if any(mqtt.topic_matches_sub(f, t) for f in filters)] + ["end"]
     assert reader.received == len(seen)
 
@@ -234,11 +235,11 @@ def test_refused_credentials_say_so(broker, twin, monkeypatch, password):
     address = f"mqtt://{HOST}:{broker.auth_port}"
     spec_retry = {"initial_ms": 50, "max_ms": 50, "attempts": 2}
     with running(source(twin.engine, f"badauth-{password}", address, ["auth/x"], retry=spec_retry, **fields)) as reader:
-        wait_until(lambda: reader.state == RETRYING, "retrying")
+        eventually(lambda: reader.state == RETRYING, what="retrying")
         status = reader.status()
         assert "the broker refused the connection: Not authorized" in status["reason"]
         assert ("bad credentials? user 'cqels' with the password in $" + PASSWORD_ENV if password else "no credentials were given") in status["reason"]
-        wait_until(lambda: reader.state == FAILED, "failed after the attempts")
+        eventually(lambda: reader.state == FAILED, what="failed after the attempts")
         assert reader.reason.endswith("(gave up after 2 attempts)") and reader.connections == 0
 
 
@@ -246,8 +247,8 @@ def test_a_missing_password_variable_fails_naming_it(broker, twin, monkeypatch):
     monkeypatch.delenv(PASSWORD_ENV, raising=False)
     address = f"mqtt://{HOST}:{broker.auth_port}"
     with running(source(twin.engine, "noenv", address, ["auth/x"], username="cqels", password_env=PASSWORD_ENV)) as reader:
-        wait_until(lambda: reader.state == FAILED, "failed")
-        assert reader.reason == f"password_env: the environment variable {PASSWORD_ENV} is not set"
+        eventually(lambda: reader.state == FAILED, what="failed")
+        assert reader.reason == f"the environment variable {PASSWORD_ENV} is not set for the server"
 
 
 def tls_source(broker: Broker, engine: Engine, name: str, host: str, port: int, **tls) -> MqttSource:
@@ -277,13 +278,13 @@ def test_tls(broker, twin, host, port, tls):
 ])
 def test_tls_refused(broker, twin, host, port, tls, reason):
     with running(tls_source(broker, twin.engine, f"tlsbad-{port}-{host}-{len(tls)}", host, getattr(broker, port), **tls)) as reader:
-        wait_until(lambda: reader.state == RETRYING or reader.connections, "a TLS failure")
+        eventually(lambda: reader.state == RETRYING or reader.connections, what="a TLS failure")
         assert reader.connections == 0 and reason in reader.reason
 
 
 def test_an_unreadable_ca_file_fails(broker, twin, tmp_path):
     with running(tls_source(broker, twin.engine, "tlsca", "localhost", broker.tls_port, ca=str(tmp_path / "none.pem"))) as reader:
-        wait_until(lambda: reader.state == FAILED, "failed")
+        eventually(lambda: reader.state == FAILED, what="failed")
         assert reader.reason.startswith("tls: cannot load the CA, certificate or key:")
 
 
@@ -303,10 +304,10 @@ def test_the_broker_restarted_mid_stream(new_broker, twin, kill):
         accepted(reader, 3)
         # Stopped once the broker has the acknowledgements: a message stopped before would come
         # again (at least once), which this test is not about.
-        wait_until(lambda: broker.acknowledgements("cqels-restart") == 3, "3 acknowledgements")
+        eventually(lambda: broker.acknowledgements("cqels-restart") == 3, what="3 acknowledgements")
         broker.settle()
         broker.stop(kill=kill)
-        wait_until(lambda: reader.state == RETRYING, "retrying")
+        eventually(lambda: reader.state == RETRYING, what="retrying")
         broker.start()
         # Published while the source is away: kept by the broker for its persistent session.
         broker.publish(topic, *(ndjson([(i, times[i])]) for i in range(3, 6)))
@@ -331,15 +332,15 @@ def test_retained_messages_come_again_only_with_a_new_subscription(new_broker, t
     with running(reader):
         connected(reader)
         accepted(reader, 1)
-        wait_until(lambda: broker.acknowledgements(f"cqels-{name}") == 1, "the acknowledgement")
+        eventually(lambda: broker.acknowledgements(f"cqels-{name}") == 1, what="the acknowledgement")
         broker.settle()
         broker.stop()
-        wait_until(lambda: reader.state == RETRYING, "retrying")
+        eventually(lambda: reader.state == RETRYING, what="retrying")
         broker.start()
         connected(reader, 2)
         # Published after the reconnection: on one topic, it comes after any retained message sent again.
         broker.publish(topic, ndjson([(1, START_MS + 1)]))
-        wait_until(lambda: reader.last_event_time == START_MS + 1, "the message after the reconnection")
+        eventually(lambda: reader.last_event_time == START_MS + 1, what="the message after the reconnection")
     # A persistent session kept the subscription: not made again, no retained message again. A
     # clean one subscribed again, and the broker sent the retained message again (at the stream's
     # latest time, so taken again).
@@ -452,7 +453,7 @@ def test_a_sink_publishes_select_json(broker, qos):
         for i in range(5):
             engine.push(STREAM, ntriples(event(i)), time=START_MS + i)
         received = subscriber.take(5)
-        wait_until(lambda: writer.published == 5, "5 published")
+        eventually(lambda: writer.published == 5, what="5 published")
     subscriber.close()
     assert [json.loads(m.payload) for m in received] == [emission.to_json() for emission in oracle]
     assert writer.failed_publishes == 0 and writer.status()["dropped"] == 0
@@ -468,7 +469,7 @@ def test_a_sink_publishes_construct_ntriples(broker):
         for i in range(4):
             engine.push(STREAM, ntriples(event(i)), time=START_MS + i)
         received = subscriber.take(4)
-        wait_until(lambda: writer.published == 4, "4 published")
+        eventually(lambda: writer.published == 4, what="4 published")
     subscriber.close()
     assert [set(ox.parse(m.payload, format=ox.RdfFormat.N_TRIPLES)) for m in received] == \
         [{ox.Quad(*t) for t in emission.graph()} for emission in oracle]
@@ -481,7 +482,7 @@ def test_a_sink_publishes_construct_ntriples(broker):
 def test_a_sink_refuses_ntriples_for_a_select(broker):
     with sink_engine(QUERY) as (_, subscriptions, _oracle), \
             running(sink(subscriptions, "selnt", broker, "results/x", format="ntriples")) as writer:
-        wait_until(lambda: writer.state == FAILED, "failed")
+        eventually(lambda: writer.state == FAILED, what="failed")
         assert writer.reason == "format ntriples publishes CONSTRUCT triples; query 'q' is a SELECT"
 
 
@@ -492,11 +493,11 @@ def test_a_sink_waits_for_its_query(broker):
     subscriptions = Subscriptions(engine, replay=10, queue=10)
     try:
         with running(sink(subscriptions, "waiting", broker, topic)) as writer:
-            wait_until(lambda: writer.state == WAITING, "waiting")
+            eventually(lambda: writer.state == WAITING, what="waiting")
             assert writer.reason == "query 'q' is not registered"
             oracle = []
             engine.register(QUERY, name="q").subscribe(oracle.append)
-            wait_until(lambda: writer.state == CONNECTED, "attached")
+            eventually(lambda: writer.state == CONNECTED, what="attached")
             engine.push(STREAM, ntriples(event(0)), time=START_MS)
             received = subscriber.take(1)
     finally:
@@ -520,16 +521,16 @@ def test_a_sink_buffers_while_the_broker_is_away(new_broker, overflow):
         engine.push(STREAM, ntriples(event(0)), time=START_MS)
         first = subscriber.take(1)
         # Both acknowledgements in (the sink's and the subscriber's), or the broker sends emission 0 again.
-        wait_until(lambda: writer.published == 1 and broker.acknowledgements(subscriber_id) == 1, "emission 0 acknowledged")
+        eventually(lambda: writer.published == 1 and broker.acknowledgements(subscriber_id) == 1, what="emission 0 acknowledged")
         broker.settle()
         broker.stop()
-        wait_until(lambda: writer.state == RETRYING, "retrying")
+        eventually(lambda: writer.state == RETRYING, what="retrying")
         for i in range(1, 8):
             engine.push(STREAM, ntriples(event(i)), time=START_MS + i)
         assert writer.status()["dropped"] == 4 and writer.status()["buffered"] == 3
         broker.start()
         later = subscriber.take(3)
-        wait_until(lambda: writer.published == 4, "4 published")
+        eventually(lambda: writer.published == 4, what="4 published")
     subscriber.close()
     kept = oracle[-3:] if overflow == "drop-oldest" else oracle[1:4]
     assert [json.loads(m.payload) for m in first + later] == [e.to_json() for e in [oracle[0], *kept]]
