@@ -536,3 +536,40 @@ def test_a_sink_buffers_while_the_broker_is_away(new_broker, overflow):
     assert [json.loads(m.payload) for m in first + later] == [e.to_json() for e in [oracle[0], *kept]]
     assert writer.failed_publishes == 0
 
+
+
+# ---------------------------------------------------------------------------- through the server
+
+
+def test_a_server_reads_a_broker_and_publishes_its_results(broker, live_endpoint):
+    """``PUT /sources`` and ``PUT /sinks`` of MQTT on a real server: its emissions, published back
+    to the broker, are what the same query emits on an engine fed the same events directly."""
+    name, topic_in, topic_out = "mqtt_served", "served/in", "served/out"
+    stream = EX + "served"
+    query = QUERY.replace(STREAM, stream)
+    headers = {"Content-Type": "application/json"}
+    subscriber = broker.subscriber(topic_out)
+    assert live_endpoint.put(f"/queries/{name}", body=query, headers={"Content-Type": "application/sparql-query"}).status == 201
+    try:
+        sink_spec = {"kind": "mqtt", "address": broker.address, "topic": topic_out, "query": name}
+        source_spec = {"kind": "mqtt", "address": broker.address, "topics": [topic_in], "stream": stream, "format": "ndjson"}
+        assert live_endpoint.put(f"/sinks/{name}", body=json.dumps(sink_spec), headers=headers).status == 201
+        assert live_endpoint.put(f"/sources/{name}", body=json.dumps(source_spec), headers=headers).status == 201
+        eventually(lambda: all(live_endpoint.get(f"/{role}/{name}").json()["state"] == CONNECTED for role in ("sources", "sinks")),
+                   what="source and sink connected")
+        events = [(i, START_MS + 10 * i) for i in range(4)]
+        broker.publish(topic_in, ndjson(events[:2]), ndjson(events[2:]))
+        received = subscriber.take(4)
+        listed = eventually(lambda: (s := live_endpoint.get(f"/sinks/{name}").json())["published"] == 4 and s, what="4 published")
+        assert (listed["failed"], listed["dropped"]) == (0, 0)
+        assert live_endpoint.get(f"/sources/{name}").json()["accepted"] == 4
+    finally:
+        subscriber.close()
+        for path in (f"/sources/{name}", f"/sinks/{name}", f"/queries/{name}"):
+            live_endpoint.delete(path)
+    engine = Engine()
+    oracle = []
+    engine.register(query, name=name).subscribe(lambda emission: oracle.append(emission.to_json()))
+    engine.push_batch(stream, [(ntriples(event(i)), millis) for i, millis in events])
+    engine.close()
+    assert [json.loads(m.payload) for m in received] == oracle
