@@ -71,6 +71,8 @@ ONE_EVENT = {
     "ntriples": lambda i: ntriples(event(i)).encode(),
     "turtle": lambda i: ox.serialize(event(i), format=ox.RdfFormat.TURTLE, prefixes={"ex": EX}),
     "jsonld": lambda i: ox.serialize(event(i), format=ox.RdfFormat.JSON_LD),
+    "rdfxml": lambda i: ox.serialize(event(i), format=ox.RdfFormat.RDF_XML),
+    "n3": lambda i: ox.serialize(event(i), format=ox.RdfFormat.N3),
 }
 
 
@@ -78,14 +80,14 @@ class Twin:
     """An engine and its twin on manual clocks, the same query registered on both; ``emitted``
     records what each emitted (as JSON)."""
 
-    def __init__(self, query: str = QUERY, lateness_ms: int = 0):
+    def __init__(self):
         self.clock = ManualClock(START_MS)
         self.twin_clock = ManualClock(START_MS)
-        self.engine = Engine(clock=self.clock, lateness_ms=lateness_ms)
-        self.twin = Engine(clock=self.twin_clock, lateness_ms=lateness_ms)
+        self.engine = Engine(clock=self.clock)
+        self.twin = Engine(clock=self.twin_clock)
         self.emitted: dict[str, list] = {"engine": [], "twin": []}
         for key, engine in (("engine", self.engine), ("twin", self.twin)):
-            engine.register(query, name="q").subscribe(lambda emission, key=key: self.emitted[key].append(emission.to_json()))
+            engine.register(QUERY, name="q").subscribe(lambda emission, key=key: self.emitted[key].append(emission.to_json()))
 
     def close(self) -> None:
         self.engine.close()
