@@ -180,6 +180,19 @@ def test_the_three_time_choices(broker, twin, time):
     assert twin.emitted["engine"] == twin.emitted["twin"] and twin.emitted["twin"]
 
 
+def test_a_burst_of_qos1_messages(broker, twin):
+    # More than the broker's window of unacknowledged messages (20): it stalls unless each is acknowledged.
+    topic = "burst/in"
+    count = 300
+    with running(source(twin.engine, "burst", broker.address, [topic], format="ndjson")) as reader:
+        connected(reader)
+        broker.publish(topic, *(ndjson([(i, START_MS + i)]) for i in range(count)))
+        accepted(reader, count)
+    twin.twin.push_batch(STREAM, [(ntriples(event(i)), START_MS + i) for i in range(count)])
+    assert (reader.received, reader.accepted, dict(reader.rejected)) == (count, count, {})
+    assert twin.emitted["engine"] == twin.emitted["twin"]
+
+
 def test_wildcards_match_as_mqtt_says(broker, twin):
     filters = ["wild/+/obs", "wild/deep/#"]
     topics = ["wild/a/obs", "wild/b/obs", "wild/a/b/obs", "wild/obs", "wild/deep", "wild/deep/x/y", "wild/other/x", "wild2/a/obs"]
@@ -459,6 +472,22 @@ def test_a_sink_publishes_select_json(broker, qos):
     subscriber.close()
     assert [json.loads(m.payload) for m in received] == [emission.to_json() for emission in oracle]
     assert writer.failed_publishes == 0 and writer.status()["dropped"] == 0
+
+
+def test_a_sink_publishes_a_burst(broker):
+    # More emissions than may be in flight (MAX_IN_FLIGHT): the rest wait in the buffer, none lost.
+    topic = "results/burst"
+    count = 300
+    subscriber = broker.subscriber(topic)
+    with sink_engine(QUERY) as (engine, subscriptions, oracle), running(sink(subscriptions, "burst", broker, topic)) as writer:
+        connected(writer)
+        for i in range(count):
+            engine.push(STREAM, ntriples(event(i)), time=START_MS + i)
+        received = subscriber.take(count)
+        eventually(lambda: writer.published == count, what=f"{count} published")
+    subscriber.close()
+    assert [json.loads(m.payload) for m in received] == [emission.to_json() for emission in oracle]
+    assert (writer.failed_publishes, writer.status()["dropped"]) == (0, 0)
 
 
 def test_a_sink_publishes_construct_ntriples(broker):
