@@ -120,6 +120,10 @@ class Broker:
             process.wait()
         process.stderr.close()
 
+    def pause(self) -> None:
+        """Freezes the broker (SIGSTOP): connections stay open, nothing is read or answered."""
+        self.process.send_signal(signal.SIGSTOP)
+
     def log(self) -> str:
         path = self.directory / "mosquitto.log"
         return path.read_text(errors="replace") if path.exists() else ""

@@ -517,6 +517,28 @@ def test_a_sink_refuses_ntriples_for_a_select(broker):
         assert writer.reason == "format ntriples publishes CONSTRUCT triples; query 'q' is a SELECT"
 
 
+def test_a_sink_sends_its_unacknowledged_messages_again(new_broker):
+    broker = new_broker()
+    topic = "results/resent"
+    subscriber_id = "test-resent"
+    subscriber = broker.subscriber(topic, client_id=subscriber_id)
+    with sink_engine(QUERY) as (engine, subscriptions, oracle), \
+            running(sink(subscriptions, "resent", broker, topic, retry={"initial_ms": 50, "max_ms": 100})) as writer:
+        connected(writer)
+        broker.pause()  # the sink's messages reach a broker that never reads them: no PUBACK
+        for i in range(3):
+            engine.push(STREAM, ntriples(event(i)), time=START_MS + i)
+        eventually(lambda: writer.status()["in_flight"] == 3, what="3 in flight")
+        broker.stop(kill=True)
+        eventually(lambda: writer.state == RETRYING, what="retrying")
+        broker.start()
+        received = subscriber.take(3)
+        eventually(lambda: writer.published == 3 and writer.status()["in_flight"] == 0, what="3 acknowledged")
+    subscriber.close()
+    assert [json.loads(m.payload) for m in received] == [e.to_json() for e in oracle]
+    assert writer.connections == 2 and writer.failed_publishes == 0
+
+
 def test_a_sink_waits_for_its_query(broker):
     topic = "results/waiting"
     subscriber = broker.subscriber(topic)
