@@ -113,6 +113,7 @@ class Broker:
         if process is None:
             return
         process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        process.send_signal(signal.SIGCONT)  # a paused broker acts on SIGTERM only once it runs again
         try:
             process.wait(5)
         except subprocess.TimeoutExpired:
