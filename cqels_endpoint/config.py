@@ -147,6 +147,8 @@ class ServerConfig:
     max_window_triples: int = 0  # triples one window state may hold; 0: no bound
     max_tick_rows: int = 0  # rows one query's operators may produce in one evaluation; 0: no bound
     limit_action: str = "fail"  # past a limit: "fail" the query, or "shed" a full window's new triples
+    sources: tuple[str, ...] = ()  # "NAME=URL" of --source: started at start-up (connectors.specs)
+    sinks: tuple[str, ...] = ()  # "NAME=URL" of --sink
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

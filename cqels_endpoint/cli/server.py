@@ -135,6 +135,17 @@ def add_serve(commands) -> None:
         serve, "--dialect", "what a continuous query registered without ?dialect= means: auto (CQELS-QL 2.0 for "
         "REGISTER QUERY Name AS, else CQELS 1), cqels (CQELS 1) or cqels2 (CQELS-QL 2.0)", choices=DIALECTS, default="auto",
     )
+    serve.add_argument(
+        "--source", action="append", default=[], metavar="NAME=URL", dest="sources",
+        help="start the source NAME reading URL: mqtt[s]://[user@]host[:port]/TOPIC?stream=S&format=F&qos=1, or "
+        "ws[s]://host[:port]/path?stream=S&format=F (docs/connectors.md); kept in --data-dir like PUT /sources/NAME; "
+        "repeatable [env CQELS_SOURCE: NAME=URL entries separated by spaces]",
+    )
+    serve.add_argument(
+        "--sink", action="append", default=[], metavar="NAME=URL", dest="sinks",
+        help="start the sink NAME publishing a query's emissions: mqtt[s]://[user@]host[:port]/TOPIC?query=Q&format=json "
+        "(or ntriples for CONSTRUCT); kept like PUT /sinks/NAME; repeatable [env CQELS_SINK, as CQELS_SOURCE]",
+    )
     serve.set_defaults(handler=_serve)
 
 
@@ -145,10 +156,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     from cqels_endpoint.config import ServerConfig
 
-    # Every flag is named after its ServerConfig field, but --cors-origin (repeatable, comma lists).
+    # Every flag is named after its ServerConfig field, but --cors-origin (repeatable, comma lists) and the
+    # repeatable --source and --sink (tuples in the config).
     given = {field.name: getattr(args, field.name) for field in fields(ServerConfig) if hasattr(args, field.name)}
     given["data_dir"] = Path(args.data_dir)
     given["cors_origins"] = _cors_origins(args.cors_origin)
+    given["sources"] = _connector_flags(args.sources, "CQELS_SOURCE")
+    given["sinks"] = _connector_flags(args.sinks, "CQELS_SINK")
     try:
         config = ServerConfig(**given)
     except ValueError as error:
@@ -172,6 +186,7 @@ def _interrupt(signum, frame) -> None:
 
 
 def _start_and_serve(config) -> int:
+    from cqels_endpoint.connectors.specs import SpecError
     from cqels_endpoint.http.app import create_app
     from cqels_endpoint.http.asgi import application
     from cqels_endpoint.http.context import endpoint
@@ -206,17 +221,25 @@ def _start_and_serve(config) -> int:
                     "turns it off", flush=True,
                 )
 
-        app = create_app(store, config)  # starts the stored queries again, before it listens
+        try:
+            app = create_app(store, config)  # starts the stored queries and connectors again, before it listens
+        except SpecError as error:
+            print(f"cqels serve: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         restored = len(registry(app).stored)
         if restored:
             print(f"cqels serve: restored {restored} stored quer{'y' if restored == 1 else 'ies'} from {config.data_dir}",
                   flush=True)
         context = endpoint(app)
+        for role in ("source", "sink"):
+            for connector in context.connectors.listed(role):
+                print(f"cqels serve: {role} {connector.name!r} ({connector.spec.kind} {connector.spec.address})", flush=True)
         demo = DemoStream(registry(app)) if config.demo and config.demo_stream == "on" else None
 
         def stopping() -> None:
             if demo is not None:
                 demo.stop()  # first: nothing is pushed while the results streams end
+            context.connectors.close()
             context.subscriptions.close()
 
         try:
@@ -231,6 +254,13 @@ def _start_and_serve(config) -> int:
                 demo.stop()  # before the engine closes: never a push into a closed engine
             context.close()
     return EXIT_OK
+
+
+def _connector_flags(flags: list[str], env: str) -> tuple[str, ...]:
+    """The ``NAME=URL`` of every ``--source`` (``--sink``), else of its environment twin (space-separated)."""
+    import os
+
+    return tuple(flags) if flags else tuple(os.environ.get(env, "").split())
 
 
 def _cors_origins(flags: list[str] | None) -> tuple[str, ...]:

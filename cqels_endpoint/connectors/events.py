@@ -78,11 +78,13 @@ class MalformedBatch(ValueError):
         self.column = column
 
 
-def reader(media_type: str) -> Reader | None:
-    """How to read a body of ``media_type`` (parameters ignored); None for a type that carries no events."""
+def reader(media_type: str, *, compiled: bool = True) -> Reader | None:
+    """How to read a body of ``media_type`` (parameters ignored); None for a type that carries no
+    events. The events' triples are pyoxigraph triples, or with ``compiled`` the compiled reader's
+    forms where it reads them (``plain_ntriples``), which only the engine takes."""
     media_type = essence(media_type)
     if media_type in NDJSON_TYPES:
-        return _ndjson
+        return partial(_ndjson, compiled)
     try:
         syntax = rdf_format(media_type) if media_type else None
     except UnsupportedMediaType:
@@ -90,7 +92,7 @@ def reader(media_type: str) -> Reader | None:
     if syntax == ox.RdfFormat.TRIG:
         return _trig
     if syntax in _ONE_EVENT_SYNTAXES:
-        return partial(_one_event, syntax)
+        return partial(_one_event, syntax, compiled)
     return None
 
 
@@ -100,8 +102,8 @@ def times_itself(media_type: str) -> bool:
     return media_type in NDJSON_TYPES or media_type == TRIG
 
 
-def _one_event(syntax: ox.RdfFormat, body: bytes, time: int | None, base_iri: str | None) -> Batch:
-    triples = plain_ntriples(body, syntax)
+def _one_event(syntax: ox.RdfFormat, compiled: bool, body: bytes, time: int | None, base_iri: str | None) -> Batch:
+    triples = plain_ntriples(body, syntax) if compiled else None
     if triples is None:
         try:
             quads = parse_graph(body, syntax, ox.DefaultGraph(), base_iri, "event")
@@ -164,7 +166,7 @@ def _graph_time(quad: ox.Quad, stamps: dict) -> int:
         raise MalformedBatch(f"the prov:generatedAtTime of {quad.subject}: {error}") from None
 
 
-def _ndjson(body: bytes, time: int | None, base_iri: str | None) -> Batch:
+def _ndjson(compiled: bool, body: bytes, time: int | None, base_iri: str | None) -> Batch:
     """One event per line (``time`` does not apply: each line has its own or its arrival)."""
     try:
         text = body.decode("utf-8")
@@ -173,13 +175,13 @@ def _ndjson(body: bytes, time: int | None, base_iri: str | None) -> Batch:
     batch = Batch()
     for number, line in enumerate(text.split("\n"), 1):
         if line.strip():
-            batch.add(_ndjson_event(line, number), f"line {number}", number)
+            batch.add(_ndjson_event(line, number, compiled), f"line {number}", number)
     if not batch.events:
         raise MalformedBatch("the NDJSON body holds no events")
     return batch
 
 
-def _ndjson_event(line: str, number: int) -> Event:
+def _ndjson_event(line: str, number: int, compiled: bool) -> Event:
     try:
         item = json.loads(line)
     except ValueError as error:
@@ -196,7 +198,7 @@ def _ndjson_event(line: str, number: int) -> Event:
             time = to_millis(time) if isinstance(time, int) else parse_timestamp(time)
         except ValueError as error:
             raise MalformedBatch(f'line {number}: "time" {error}', number) from None
-    triples = plain_ntriples(data, ox.RdfFormat.N_TRIPLES)
+    triples = plain_ntriples(data, ox.RdfFormat.N_TRIPLES) if compiled else None
     if triples is not None:
         return triples, time
     try:

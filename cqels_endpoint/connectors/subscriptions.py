@@ -141,6 +141,11 @@ class Subscriber:
             self._expected = entry.seq + 1
             return entry
 
+    @property
+    def queued(self) -> int:
+        with self._ready:
+            return len(self._items)
+
     def close(self) -> None:
         """The client is gone: stop offering it anything."""
         self.hub._remove(self)

@@ -324,25 +324,31 @@ class QueryRegistry:
                 "name": stored.name, "text": stored.text, "r2s": stored.r2s, "mode": stored.mode, "dialect": stored.dialect,
                 "parameters": list(stored.given), "next_instance": stored.next_number, "instances": instances,
             })
-        data = json.dumps({"format": FILE_FORMAT, "queries": entries}, ensure_ascii=False, indent=1)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with open(temporary, "w", encoding="utf-8") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if self.path.exists():  # the file replaced becomes the backup, renamed into place whole
-            linked = self.path.with_name(self.path.name + ".bak.tmp")
-            linked.unlink(missing_ok=True)
-            os.link(self.path, linked)
-            os.replace(linked, self.path.with_name(self.path.name + ".bak"))
-        os.replace(temporary, self.path)
-        # The rename itself is durable only once the directory is synced.
-        directory = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        write_durably(self.path, json.dumps({"format": FILE_FORMAT, "queries": entries}, ensure_ascii=False, indent=1))
+
+
+def write_durably(path: Path, text: str) -> None:
+    """Replaces ``path`` by ``text`` so that a crash, even of the machine, leaves the old or the new
+    file, never half of one (a temporary file, synced, renamed over it, the directory synced); the
+    file replaced is kept as ``<name>.bak`` (a hard link: no copy)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    if path.exists():  # the file replaced becomes the backup, renamed into place whole
+        linked = path.with_name(path.name + ".bak.tmp")
+        linked.unlink(missing_ok=True)
+        os.link(path, linked)
+        os.replace(linked, path.with_name(path.name + ".bak"))
+    os.replace(temporary, path)
+    # The rename itself is durable only once the directory is synced.
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def _entries(path: Path) -> list[dict]:

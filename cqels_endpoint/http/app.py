@@ -11,6 +11,7 @@ routes natively (marked *native*) and hands every other request to Flask.
 | ``/queries/{name}/results`` | GET HEAD | ``results.py`` — emissions as Server-Sent Events or NDJSON (*native*) |
 | ``/streams/{name}/ws``, ``/queries/{name}/ws`` | WebSocket | ``sockets.py`` — push batches, read emissions (*native*) |
 | ``/queries``, ``/queries/{name}``, ``/queries/{name}/instances`` | GET PUT DELETE POST | ``queries.py`` — stored queries, parameters, instances |
+| ``/sources``, ``/sources/{name}``, ``/sinks``, ``/sinks/{name}`` | GET PUT DELETE | ``connectors.py`` — MQTT and WebSocket sources, MQTT sinks |
 | ``/``, ``/console/…`` | GET | ``console.py`` — the web console |
 | ``/health`` | GET HEAD | ``asgi.py`` (*native*) |
 | ``/metrics`` | GET | ``metrics.py`` — Prometheus text exposition |
@@ -28,7 +29,7 @@ from werkzeug.routing import Rule
 from cqels_endpoint.config import ServerConfig
 from cqels_endpoint.engine import Engine, Limits
 from cqels_endpoint.engine.registry import FILE_NAME as QUERIES_FILE
-from cqels_endpoint.http import console, graph_store, metrics, queries, query, streams, update
+from cqels_endpoint.http import connectors, console, graph_store, metrics, queries, query, streams, update
 from cqels_endpoint.http.context import EXTENSION, Endpoint, endpoint
 from cqels_endpoint.http.errors import register_error_handlers
 from cqels_endpoint.spark import cache_engine
@@ -69,6 +70,8 @@ def create_app(store: StaticStore, config: ServerConfig | None = None, engine: E
     app.register_blueprint(console.blueprint)
     # The stored queries start again now, before the app serves its first event.
     queries.install(app, endpoint(app).engine, None if config.memory else config.data_dir / QUERIES_FILE)
+    app.register_blueprint(connectors.blueprint)
+    connectors.install(app)
     return app
 
 

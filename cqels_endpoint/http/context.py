@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 from flask import Flask, current_app
 
 from cqels_endpoint.config import ServerConfig
+from cqels_endpoint.connectors.registry import FILE_NAME as CONNECTORS_FILE
+from cqels_endpoint.connectors.registry import Connectors
 from cqels_endpoint.connectors.subscriptions import Subscriptions
+from cqels_endpoint.connectors.transports import SINK_TRANSPORTS, SOURCE_TRANSPORTS
 from static_store import StaticStore
 
 if TYPE_CHECKING:
@@ -29,11 +32,17 @@ class Endpoint:
     spark: SparkSessionHolder | None = None
     owns_engine: bool = True
     subscriptions: Subscriptions = field(init=False)  # the clients of GET /queries/{name}/results
+    connectors: Connectors = field(init=False)  # the sources and sinks (/sources, /sinks)
 
     def __post_init__(self) -> None:
         config = self.config
         subscriptions = Subscriptions(self.engine, replay=config.replay_buffer, queue=config.subscriber_queue)
         object.__setattr__(self, "subscriptions", subscriptions)
+        connectors = Connectors(
+            self.engine, subscriptions, config.stream_base, None if config.memory else config.data_dir / CONNECTORS_FILE,
+            SOURCE_TRANSPORTS, SINK_TRANSPORTS,
+        )
+        object.__setattr__(self, "connectors", connectors)
 
     def start(self) -> None:
         """Begin starting the SparkSession in the background, so the first cache build does not
@@ -42,8 +51,9 @@ class Endpoint:
             self.spark.start()
 
     def close(self) -> None:
-        """End the results streams, close the engine the app built and stop its SparkSession; the
-        store stays open (its owner closes it)."""
+        """Stop the sources and sinks, end the results streams, close the engine the app built and
+        stop its SparkSession; the store stays open (its owner closes it)."""
+        self.connectors.close()
         self.subscriptions.close()
         if self.owns_engine:
             self.engine.close()

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from cqels_endpoint.connectors.registry import UnknownConnector
+from cqels_endpoint.connectors.specs import SpecError
 from cqels_endpoint.errors import (
     GraphNotFound,
     InvalidGraphName,
@@ -147,6 +149,8 @@ ERROR_ANSWERS: tuple[tuple[type[Exception], Callable[[Exception], HttpError]], .
     (InvalidGraphName, _plain(400)),
     (UnsupportedRequest, _plain(501)),
     (StoreError, _store_failure),
+    (SpecError, _plain(400)),
+    (UnknownConnector, _plain(404)),
 )
 
 

@@ -118,8 +118,8 @@ def subscriber_families(context: Endpoint) -> list[Family]:
                "Results streams of the query the server ended, by reason.",
                [({"query": name, "reason": reason}, count) for (name, reason), count in sorted(disconnects.items())]),
         Family("cqels_query_subscriber_dropped_emissions_total", "counter",
-               "Emissions of the query not delivered to a subscriber whose queue was full, by its overflow policy "
-               "(drop-oldest: the oldest queued one discarded; drop-newest: the new one).",
+               "Emissions of the query not delivered to a subscriber (a results WebSocket, a sink) whose queue was "
+               "full, by its overflow policy (drop-oldest: the oldest queued one discarded; drop-newest: the new one).",
                [({"query": name, "policy": policy}, count) for (name, policy), count in sorted(discarded.items())]),
     ]
 
@@ -168,8 +168,33 @@ def query_families(context: Endpoint) -> list[Family]:
     ]
 
 
+def connector_families(context: Endpoint) -> list[Family]:
+    sources = [source.status() for source in context.connectors.listed("source")]
+    sinks = [sink.status() for sink in context.connectors.listed("sink")]
+    states = [({"role": role, "name": status["name"], "state": status["state"]}, 1)
+              for role, listed in (("source", sources), ("sink", sinks)) for status in listed]
+    return [
+        Family("cqels_connector_state", "gauge", "1 for the state each source and sink is in now.", states),
+        Family("cqels_connector_connections_total", "counter", "Times a source or sink connected to its peer.",
+               [({"role": role, "name": s["name"]}, s["connections"]) for role, listed in (("source", sources), ("sink", sinks))
+                for s in listed]),
+        Family("cqels_source_messages_total", "counter", "Messages a source received.",
+               [({"source": s["name"]}, s["received"]) for s in sources]),
+        Family("cqels_source_events_total", "counter", "Events a source pushed that its stream accepted.",
+               [({"source": s["name"]}, s["accepted"]) for s in sources]),
+        Family("cqels_source_rejected_total", "counter", "Messages a source skipped, by reason.",
+               [({"source": s["name"], "reason": reason}, count) for s in sources for reason, count in sorted(s["rejected"].items())]),
+        Family("cqels_sink_published_total", "counter", "Emissions a sink published.",
+               [({"sink": s["name"]}, s["published"]) for s in sinks]),
+        Family("cqels_sink_failed_total", "counter", "Emissions a sink failed to publish.",
+               [({"sink": s["name"]}, s["failed"]) for s in sinks]),
+        Family("cqels_sink_dropped_total", "counter", "Emissions a sink's full buffer dropped.",
+               [({"sink": s["name"]}, s["dropped"]) for s in sinks]),
+    ]
+
+
 GROUPS: tuple[Callable[[Endpoint], list[Family]], ...] = (
-    store_families, cache_families, stream_families, subscriber_families, query_families,
+    store_families, cache_families, stream_families, subscriber_families, query_families, connector_families,
 )
 
 

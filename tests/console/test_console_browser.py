@@ -15,6 +15,7 @@ import urllib.parse
 
 import pyoxigraph as ox
 import pytest
+from console_page import click, js, open_console, set_editor, table_rows, wait
 from paths import ROOT
 
 from cqels_endpoint.http.context import endpoint
@@ -27,38 +28,6 @@ TEMPLATE = (ROOT / "examples" / "queries" / "template-where-is.rq").read_text(en
 LV = "http://deri.org/floorplan/"
 RFID = "http://deri.org/streams/rfid"
 ROOMS = ["mainHall", "corridor", "lobby", "kitchen"]
-
-
-def wait(condition, timeout_s: float = 15.0, what: str = "the page"):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-def js(browser, script: str, *args):
-    return browser.execute_script(script, *args)
-
-
-def open_console(browser, server) -> None:
-    browser.get(server.base_url + "/")
-    wait(lambda: js(browser, "return document.body.getAttribute('data-ready') === 'true'"), what="the console to start")
-
-
-def set_editor(browser, editor_id: str, text: str) -> None:
-    js(browser, "document.getElementById(arguments[0]).cm.setValue(arguments[1])", editor_id, text)
-
-
-def click(browser, element_id: str) -> None:
-    js(browser, "document.getElementById(arguments[0]).click()", element_id)
-
-
-def table_rows(browser, selector: str) -> list[list[str]]:
-    return js(browser, """return Array.from(document.querySelectorAll(arguments[0])).map(
-        row => Array.from(row.cells).map(cell => cell.textContent))""", selector)
 
 
 def push(server, i: int, at: int) -> None:
@@ -237,6 +206,7 @@ def test_without_the_token_the_console_is_read_only(browser, endpoint_factory):
          what="the read-only state")
     assert js(browser, "return document.getElementById('cq-register').disabled") is True
     assert js(browser, "return document.querySelector('#push-form button').disabled") is True
+    assert js(browser, "return Array.from(document.querySelectorAll('.connector-form button')).map(b => b.disabled)") == [True, True]
     # Signed in (the token kept in session storage): writes carry it and succeed.
     js(browser, "sessionStorage.setItem('cqels-token', 's3cret')")
     open_console(browser, server)

@@ -8,6 +8,16 @@ import re
 
 import pytest
 
+from cqels_endpoint.connectors.events import EVENT_FORMATS
+from cqels_endpoint.connectors.specs import (
+    OVERFLOWS,
+    SINK_FORMATS,
+    SINK_KINDS,
+    SOURCE_KINDS,
+    TIME_SOURCES,
+    sink_from_json,
+    source_from_json,
+)
 from cqels_endpoint.http.context import endpoint
 
 
@@ -38,9 +48,31 @@ def test_nothing_outside_the_console_folder(server, path) -> None:
 
 
 def test_settings_say_whether_writes_need_a_token(server, endpoint_factory) -> None:
-    assert server.get("/console/settings.json").json() == {"auth_required": False, "read_only": False, "demo_query": None}
-    guarded = endpoint_factory(cache_engine="local", auth_token="t", read_only=True)
-    assert guarded.get("/console/settings.json").json() == {"auth_required": True, "read_only": True, "demo_query": None}
+    settings = server.get("/console/settings.json").json()
+    assert {k: settings[k] for k in ("auth_required", "read_only", "demo_query")} == {"auth_required": False, "read_only": False, "demo_query": None}
+    guarded = endpoint_factory(cache_engine="local", auth_token="t", read_only=True).get("/console/settings.json").json()
+    assert {k: guarded[k] for k in ("auth_required", "read_only", "demo_query")} == {"auth_required": True, "read_only": True, "demo_query": None}
+
+
+def test_settings_offer_what_a_connector_declaration_accepts(server) -> None:
+    # The "Sources & sinks" forms offer these: each choice is read by the declarations' own
+    # readers, every value they accept is offered, and the one a declaration without it gets comes first.
+    choices = server.get("/console/settings.json").json()["connectors"]
+    source = {"kind": "mqtt", "address": "mqtt://broker:1883", "topics": ["a/#"], "stream": "obs"}
+    sink = {"kind": "mqtt", "address": "mqtt://broker:1883", "topic": "out", "query": "q"}
+    for kind in choices["source_kinds"]:
+        address = "mqtt://broker:1883" if kind == "mqtt" else "ws://publisher:8080/"
+        topics = ["a/#"] if kind == "mqtt" else []
+        assert source_from_json("s", {**source, "kind": kind, "address": address, "topics": topics}).kind == kind
+    for field, key in (("format", "source_formats"), ("time", "times")):
+        assert [getattr(source_from_json("s", {**source, field: value}), field) for value in choices[key]] == choices[key]
+        assert getattr(source_from_json("s", source), field) == choices[key][0]
+    for field, key in (("kind", "sink_kinds"), ("format", "sink_formats"), ("overflow", "overflows")):
+        assert [getattr(sink_from_json("k", {**sink, field: value}), field) for value in choices[key]] == choices[key]
+        assert getattr(sink_from_json("k", sink), field) == choices[key][0]
+    assert set(choices["source_kinds"]) == set(SOURCE_KINDS) and set(choices["sink_kinds"]) == set(SINK_KINDS)
+    assert set(choices["source_formats"]) == set(EVENT_FORMATS) and set(choices["times"]) == set(TIME_SOURCES)
+    assert set(choices["sink_formats"]) == set(SINK_FORMATS) and set(choices["overflows"]) == set(OVERFLOWS)
 
 
 def test_settings_name_the_demo_query_while_the_demo_stream_is_on(endpoint_factory) -> None:

@@ -1,6 +1,6 @@
 // The console of cqels-endpoint: one-shot SPARQL, continuous queries with live results and their
-// plans, and the data (graphs and streams). Plain browser JavaScript over the server's HTTP API
-// (docs/http.md, "The SPARQL endpoint"); nothing is built or fetched from elsewhere.
+// plans, the data (graphs and streams), the sources and sinks. Plain browser JavaScript over the
+// server's HTTP API (docs/http.md, "The SPARQL endpoint"); nothing is built or fetched from elsewhere.
 (function () {
   "use strict";
 
@@ -46,6 +46,7 @@
     planCounters: {},
     result: null,     // the last one-shot result: {form, vars, rows, page, text, query}
     known: [],
+    connectors: { source: [], sink: [] },  // the names listed by the last refresh
     moved: false      // the user picked a view or a query: the demo no longer opens by itself
   };
 
@@ -161,6 +162,11 @@
     // Event time in ms since the epoch, as UTC with milliseconds (the raw number in the title).
     var date = new Date(ms);
     return isNaN(date.getTime()) ? String(ms) : date.toISOString().replace("T", " ").replace("Z", "");
+  }
+
+  function countsText(counts) {
+    // A map of counts by reason ({malformed: 2, late: 1}) as "malformed 2, late 1".
+    return counts ? Object.keys(counts).map(function (k) { return k + " " + counts[k]; }).join(", ") : "";
   }
 
   // ------------------------------------------------------------------ one-shot SPARQL
@@ -625,7 +631,7 @@
       var body = $("streams").querySelector("tbody");
       body.innerHTML = "";
       (json.streams || []).forEach(function (s) {
-        var rejected = s.rejected ? Object.keys(s.rejected).map(function (k) { return k + " " + s.rejected[k]; }).join(", ") : "";
+        var rejected = countsText(s.rejected);
         body.appendChild(el("tr", { "data-stream": s.stream }, [
           el("td", { text: s.stream }), el("td", { text: s.latest === null ? "" : String(s.latest) }),
           el("td", { text: s.watermark === null ? "" : String(s.watermark) }), el("td", { text: String(s.lateness_ms) + " ms" }),
@@ -647,6 +653,167 @@
       status.className = "status ok";
       status.textContent = "pushed";
       return refreshStreams();
+    });
+  }
+
+  // ------------------------------------------------------------------ sources and sinks
+
+  // The event-time choice besides settings.connectors.times: the object of a predicate of the event.
+  var TIME_PREDICATE = "predicate";
+
+  function connectorPath(role, name) { return role + "s/" + encodeURIComponent(name); }
+
+  function fillSelect(select, values) {
+    var kept = select.value;
+    select.innerHTML = "";
+    values.forEach(function (value) { select.appendChild(el("option", { value: value, text: value })); });
+    if (values.indexOf(kept) >= 0) select.value = kept;
+  }
+
+  function offerChoices(choices) {
+    fillSelect($("source-kind"), choices.source_kinds);
+    fillSelect($("source-format"), choices.source_formats);
+    fillSelect($("source-time"), choices.times);
+    $("source-time").appendChild(el("option", { value: TIME_PREDICATE, text: "a predicate's object" }));
+    fillSelect($("sink-kind"), choices.sink_kinds);
+    fillSelect($("sink-format"), choices.sink_formats);
+    fillSelect($("sink-overflow"), choices.overflows);
+    document.querySelectorAll(".connector-form").forEach(showApplicableFields);
+  }
+
+  function offerQueries() {
+    return api("GET", "queries").then(function (r) { return r.json(); }).then(function (json) {
+      var names = json.queries.map(function (q) { return q.name; });
+      fillSelect($("sink-query"), names);
+      if (!names.length) $("sink-query").appendChild(el("option", { value: "", text: "(no query registered)" }));
+    });
+  }
+
+  function showApplicableFields(form) {
+    // Fields of one kind (MQTT topics and QoS, a WebSocket token) show for that kind only, the
+    // predicate's IRI when the event time comes from one.
+    var kind = form.querySelector(".connector-kind").value;
+    form.querySelectorAll("[data-kinds]").forEach(function (label) {
+      label.hidden = label.getAttribute("data-kinds").split(" ").indexOf(kind) < 0;
+    });
+    $("source-time-predicate").hidden = $("source-time").value !== TIME_PREDICATE;
+  }
+
+  function stateCell(connector) {
+    var text = connector.state;
+    if (connector.state === "retrying" && connector.retry_in_s !== null) text += ", next try in " + connector.retry_in_s.toFixed(1) + " s";
+    var cell = el("td", { "class": "state " + connector.state, "data-state": connector.state }, [el("b", { text: text })]);
+    if (connector.reason) cell.appendChild(el("div", { "class": "reason", text: connector.reason }));
+    return cell;
+  }
+
+  function cells(values) {
+    return values.map(function (value) { return el("td", { text: value === null || value === undefined ? "" : String(value) }); });
+  }
+
+  function removeButton(role, name) {
+    var button = el("button", { "class": "write", text: "Remove" });
+    button.addEventListener("click", function () {
+      if (!window.confirm("Remove the " + role + " " + name + "? It disconnects and its declaration is forgotten.")) return;
+      var status = $("connectors-status");
+      api("DELETE", connectorPath(role, name)).then(function (response) {
+        if (!response.ok) return errorOf(response).then(function (error) { status.className = "status bad"; status.textContent = error.message; });
+        status.className = "status ok";
+        status.textContent = "removed the " + role + " " + name;
+        return refreshConnectors();
+      });
+    });
+    return button;
+  }
+
+  function sourceRow(s) {
+    var where = s.spec.address + (s.spec.topics.length ? " · " + s.spec.topics.join(", ") : "");
+    return el("tr", { "data-name": s.name }, cells([s.name, s.kind, where, s.stream, s.spec.format]).concat(
+      [stateCell(s)], cells([s.received, s.accepted, countsText(s.rejected), s.late, s.lag_ms === null ? "" : s.lag_ms + " ms"]),
+      [el("td", {}, [removeButton("source", s.name)])]));
+  }
+
+  function sinkRow(s) {
+    return el("tr", { "data-name": s.name }, cells([s.name, s.kind, s.spec.address + " · " + s.topic, s.query, s.spec.format]).concat(
+      [stateCell(s)], cells([s.published, s.failed, s.dropped, s.buffered]), [el("td", {}, [removeButton("sink", s.name)])]));
+  }
+
+  function refreshConnectors() {
+    var lists = [["source", sourceRow], ["sink", sinkRow]].map(function (role) {
+      return api("GET", role[0] + "s").then(function (r) { return r.json(); }).then(function (json) {
+        var body = $(role[0] + "s").querySelector("tbody"), listed = json[role[0] + "s"];
+        body.innerHTML = "";
+        listed.forEach(function (connector) { body.appendChild(role[1](connector)); });
+        state.connectors[role[0]] = listed.map(function (connector) { return connector.name; });
+      });
+    });
+    return Promise.all(lists).then(applyAuth).catch(function () { /* the next refresh tries again */ });
+  }
+
+  function declaration(form) {
+    // The form as a PUT body: the fields of its kind, optional ones only when given (the server's
+    // defaults otherwise); credentials are names of the server's environment variables.
+    var role = form.getAttribute("data-role");
+    function value(id) { return $(role + "-" + id).value.trim(); }
+    var data = { kind: value("kind"), address: value("address") };
+    if (role === "source") {
+      data.stream = value("stream");
+      data.format = value("format");
+      data.time = value("time") === TIME_PREDICATE ? value("time-predicate") : value("time");
+      if (data.kind === "mqtt") {
+        data.topics = value("topics").split("\n").map(function (line) { return line.trim(); }).filter(Boolean);
+        data.qos = Number(value("qos"));
+      }
+      if (data.kind === "websocket" && value("token-env")) data.token_env = value("token-env");
+    } else {
+      data.topic = value("topic");
+      data.query = value("query");
+      data.format = value("format");
+      data.qos = Number(value("qos"));
+      data.buffer = Number(value("buffer"));
+      data.overflow = value("overflow");
+    }
+    if (value("username")) data.username = value("username");
+    if (value("password-env")) data.password_env = value("password-env");
+    return data;
+  }
+
+  function showFormError(form, message) {
+    // The server's 400 starts with the field it refuses ("address": …): that input is outlined.
+    var box = $(form.getAttribute("data-role") + "-error"), named = /^"(\w+)"/.exec(message || "");
+    box.hidden = !message;
+    box.textContent = message || "";
+    form.querySelectorAll("[data-field]").forEach(function (input) {
+      input.classList.toggle("invalid", !!named && input.getAttribute("data-field") === named[1]);
+    });
+  }
+
+  function addConnector(event) {
+    event.preventDefault();
+    var form = event.target, role = form.getAttribute("data-role");
+    var name = $(role + "-name").value.trim(), status = $(role + "-status");
+    showFormError(form, null);
+    status.className = "status";
+    status.textContent = "";
+    if (!name) { showFormError(form, '"name": give the ' + role + " a name"); return Promise.resolve(); }
+    // A PUT of a name in use replaces that connector: asked first, as a removal is.
+    if (state.connectors[role].indexOf(name) >= 0 &&
+        !window.confirm("Replace the " + role + " " + name + "? It disconnects and starts again as declared here.")) {
+      return Promise.resolve();
+    }
+    return api("PUT", connectorPath(role, name), {
+      body: JSON.stringify(declaration(form)), headers: { "Content-Type": "application/json" }
+    }).then(function (response) {
+      if (!response.ok) {
+        return errorOf(response).then(function (error) {
+          status.className = "status bad";
+          status.textContent = String(response.status);
+          showFormError(form, error.message);
+        });
+      }
+      status.className = "status ok";
+      status.textContent = (response.status === 201 ? "added the " : "replaced the ") + role + " " + name;
+      return refreshConnectors();
     });
   }
 
@@ -677,6 +844,7 @@
     if (id === "view-continuous") { $("cq-editor").cm.refresh(); refreshList(); }
     if (id === "view-query") $("query-editor").cm.refresh();
     if (id === "view-data") { refreshGraphs(); refreshStreams(); }
+    if (id === "view-connectors") { refreshConnectors(); offerQueries(); }
   }
 
   function showPane(id) {
@@ -709,6 +877,10 @@
     $("streams-refresh").addEventListener("click", refreshStreams);
     $("upload-form").addEventListener("submit", upload);
     $("push-form").addEventListener("submit", push);
+    document.querySelectorAll(".connector-form").forEach(function (form) {
+      form.addEventListener("submit", addConnector);
+      form.addEventListener("change", function () { showApplicableFields(form); });
+    });
     $("sign-in").addEventListener("click", function () {
       var given = window.prompt("Bearer token of this server (kept for this browser tab only)");
       if (given) sessionStorage.setItem(TOKEN_KEY, given.trim());
@@ -717,11 +889,13 @@
     $("sign-out").addEventListener("click", function () { sessionStorage.removeItem(TOKEN_KEY); applyAuth(); });
     fetch("console/settings.json").then(function (r) { return r.json(); }).then(function (settings) {
       state.settings = settings;
+      offerChoices(settings.connectors);
       applyAuth();
       if (settings.demo_query) openDemo(settings.demo_query, DEMO_TRIES);
     });
     setInterval(tickCharts, 1000);
     setInterval(function () { if (!$("view-continuous").hidden) refreshList(); }, 2000);
+    setInterval(function () { if (!$("view-connectors").hidden) refreshConnectors(); }, 2000);
     document.body.setAttribute("data-ready", "true");
   }
 
