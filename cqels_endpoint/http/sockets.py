@@ -86,7 +86,11 @@ def emission_message(entry: Entry, skipped: int, triple_format: MediaFormat | No
 
 
 def close_reason(message: str) -> str:
-    """``message`` cut to what a close frame holds, on a character boundary."""
+    """``message`` cut to what a close frame holds, on a character boundary.
+
+    >>> len(close_reason("é" * 70)), len(close_reason("e" * 70))  # 140 bytes: 61 characters (122 bytes) fit
+    (61, 70)
+    """
     return message.encode("utf-8")[:_REASON_BYTES].decode("utf-8", errors="ignore")
 
 

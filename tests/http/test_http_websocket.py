@@ -7,6 +7,7 @@ and the recompute-mode oracle of ``test_http_results``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -36,6 +37,7 @@ from test_http_results import server as server
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import connect
 
+from cqels_endpoint.http.asgi import EndpointApp
 from cqels_endpoint.http.context import endpoint
 
 EX = "http://example.org/"
@@ -481,3 +483,33 @@ def test_a_body_limit_over_16_mib_reads_messages_up_to_it(endpoint_factory):
         sock.send(b"x" * (17 * 1024 * 1024))  # read whole, and refused as what it is
         assert replies(sock, 1)[0] == {"seq": 1, "status": 400, "error": "line 1 is not JSON: Expecting value: line 1 column 1 (char 0)",
                                        "line": 1, "column": 1}
+
+
+def test_a_stream_named_by_its_iri(server):
+    iri = f"{EX}streams/{fresh('by-iri-')}"
+    with open_socket(server, f"/streams/{urllib.parse.quote(iri, safe='')}/ws") as sock:
+        sock.send(ndjson((1000, triple(0))))
+        assert replies(sock, 1)[0] == {"seq": 1, "stream": iri, "accepted": 1, "latest": 1000, "watermark": 1000}
+    assert iri in [entry["stream"] for entry in server.get("/streams").json()["streams"]]
+
+
+def test_a_server_without_the_http_response_extension_gets_a_1008_close(server):
+    """An ASGI server that cannot answer a handshake with an HTTP response (no
+    ``websocket.http.response`` extension) is asked to close it with 1008, the reason saying why."""
+    app = EndpointApp(server.app, threads=1)
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "websocket", "path": "/queries/nothing-here/ws", "query_string": b"", "headers": [], "extensions": {}}
+    try:
+        asyncio.run(app(scope, receive, send))
+    finally:
+        app.close()
+    [close] = sent
+    reason = "404: no continuous query is registered as 'nothing-here'; register it with PUT /queries/{name}"
+    assert close == {"type": "websocket.close", "code": 1008, "reason": reason}
