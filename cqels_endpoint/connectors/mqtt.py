@@ -28,6 +28,7 @@ files (one that cannot be read is ``ConnectorFailed``).
 from __future__ import annotations
 
 import logging
+import select
 import ssl
 from collections import deque
 from urllib.parse import urlsplit
@@ -156,12 +157,39 @@ def _connect(client: mqtt.Client, spec: Connection, link: _Link, stopping) -> bo
         if stopping.is_set():
             return False
         # A broker that never answers is given up by paho's keepalive check, which closes the socket.
-        rc = client.loop(timeout=_POLL_S)
+        rc = _loop(client, _POLL_S)
         if rc != MQTTErrorCode.MQTT_ERR_SUCCESS and link.connack is None:
             raise link.connection_lost(rc)
     if link.connack.is_failure:
         raise ConnectionLost(link.refusal())
     return True
+
+
+def _loop(client: mqtt.Client, timeout: float) -> MQTTErrorCode:
+    """One round of the client's network loop: waits up to ``timeout`` seconds for the socket, reads
+    a packet, writes what is queued and keeps the connection alive; paho's ``loop()`` but for its
+    socket pair, which wakes the ``select`` of ``loop_start``'s thread when another thread queues a
+    packet: here the thread that queues is the one that selects, and the pair cost two system calls
+    a message (a byte written at each PUBACK or PUBLISH queued, read back at the next round)."""
+    sock = client.socket()
+    if sock is None:
+        return MQTTErrorCode.MQTT_ERR_NO_CONN
+    # A TLS socket may hold records already decrypted, which select does not see.
+    pending = getattr(sock, "pending", None)
+    try:
+        readable, writable, _ = select.select([sock], [sock] if client.want_write() else [], [],
+                                              0 if pending is not None and pending() else timeout)
+    except (OSError, ValueError):  # the socket was closed meanwhile
+        return MQTTErrorCode.MQTT_ERR_CONN_LOST
+    if readable or (pending is not None and pending()):
+        rc = client.loop_read()
+        if rc != MQTTErrorCode.MQTT_ERR_SUCCESS or client.socket() is None:
+            return rc or MQTTErrorCode.MQTT_ERR_CONN_LOST
+    if writable:
+        rc = client.loop_write()
+        if rc != MQTTErrorCode.MQTT_ERR_SUCCESS or client.socket() is None:
+            return rc or MQTTErrorCode.MQTT_ERR_CONN_LOST
+    return client.loop_misc()
 
 
 def _close(client: mqtt.Client) -> None:
@@ -192,7 +220,7 @@ class MqttSource(Source):
             self._subscribed = not spec.clean_session
             self.connected()
             while not self.stopping.is_set():
-                rc = client.loop(timeout=_POLL_S)
+                rc = _loop(client, _POLL_S)
                 self._deliver_received(client, received, up=rc == MQTTErrorCode.MQTT_ERR_SUCCESS)
                 if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
                     raise link.connection_lost(rc)
@@ -208,7 +236,7 @@ class MqttSource(Source):
         while len(granted) < len(spec.topics):
             if self.stopping.is_set():
                 return
-            rc = client.loop(timeout=_POLL_S)
+            rc = _loop(client, _POLL_S)
             if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
                 raise link.connection_lost(rc)
         for topic, reason in zip(spec.topics, granted):
@@ -253,7 +281,7 @@ class MqttSink(Sink):
                 return
             self.connected()
             while not self.stopping.is_set():
-                rc = client.loop(timeout=0 if len(self._in_flight) < MAX_IN_FLIGHT else _POLL_S)
+                rc = _loop(client, 0 if len(self._in_flight) < MAX_IN_FLIGHT else _POLL_S)
                 if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
                     raise link.connection_lost(rc)
                 if len(self._in_flight) >= MAX_IN_FLIGHT:
@@ -294,7 +322,7 @@ class MqttSink(Sink):
     def _drain(self, client: mqtt.Client) -> None:
         """On stop: waits a little for the acknowledgements of what is in flight."""
         for _ in range(int(1 / _POLL_S)):
-            if not self._in_flight or client.loop(timeout=_POLL_S) != MQTTErrorCode.MQTT_ERR_SUCCESS:
+            if not self._in_flight or _loop(client, _POLL_S) != MQTTErrorCode.MQTT_ERR_SUCCESS:
                 return
 
     def status(self) -> dict:
