@@ -46,6 +46,8 @@ log = logging.getLogger("cqels_endpoint.connectors")
 DEFAULT_PORTS = {"mqtt": 1883, "mqtts": 8883}
 #: QoS 1 messages a sink has published and the broker not yet acknowledged, at most.
 MAX_IN_FLIGHT = 20
+# Bytes a client reads from its socket at once (``_Client``).
+_READ_BYTES = 65536
 # CONNACK reason codes (MQTT 5 numbering, to which paho maps 3.1.1's) that mean the credentials.
 _CREDENTIAL_REASONS = (0x86, 0x87, 0x8C)  # bad user name or password, not authorized, bad authentication method
 
@@ -94,6 +96,31 @@ class _Link:
         return ConnectionLost(f"{what} ({self.error or self.lost or mqtt.error_string(rc)})")
 
 
+class _Client(mqtt.Client):
+    """paho's client reading its socket a buffer at a time: paho reads each packet in three calls (its
+    type, its length, the rest), each a system call; here one ``recv`` takes all the kernel holds
+    (``_READ_BYTES`` at most) and the calls are served from it (``buffered``: bytes are left)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._read = b""
+        self._read_at = 0  # what paho has taken of ``_read``
+        self._read_from = None  # the socket ``_read`` came from (a reconnection makes a new one)
+
+    @property
+    def buffered(self) -> bool:
+        return self._read_at < len(self._read) and self._read_from is self._sock
+
+    def _sock_recv(self, bufsize: int) -> bytes:
+        if not self.buffered:
+            self._read, self._read_at, self._read_from = b"", 0, self._sock
+            self._read = super()._sock_recv(_READ_BYTES)  # raises BlockingIOError when there is nothing
+        at = self._read_at
+        data = self._read[at:at + bufsize]
+        self._read_at = at + len(data)
+        return data
+
+
 class _TlsContext(ssl.SSLContext):
     """Remembers the socket it wraps: paho leaves it open when the TLS handshake fails (a
     ResourceWarning later), so ``_connect`` closes it."""
@@ -105,10 +132,10 @@ class _TlsContext(ssl.SSLContext):
         return self.wrapped
 
 
-def _client(connector: Connector) -> tuple[mqtt.Client, str | None, _TlsContext | None]:
+def _client(connector: Connector) -> tuple[_Client, str | None, _TlsContext | None]:
     """A paho client for ``connector`` with its credentials and TLS set, the user name and the TLS context."""
     spec = connector.spec
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=spec.client_id or f"cqels-{spec.name}",
+    client = _Client(CallbackAPIVersion.VERSION2, client_id=spec.client_id or f"cqels-{spec.name}",
                          clean_session=spec.clean_session, protocol=mqtt.MQTTv311, manual_ack=True,
                          reconnect_on_failure=False)
     user = _credentials(connector, client)
@@ -165,7 +192,7 @@ def _connect(client: mqtt.Client, spec: Connection, link: _Link, stopping) -> bo
     return True
 
 
-def _loop(client: mqtt.Client, timeout: float) -> MQTTErrorCode:
+def _loop(client: _Client, timeout: float) -> MQTTErrorCode:
     """One round of the client's network loop: waits up to ``timeout`` seconds for the socket, reads
     a packet, writes what is queued and keeps the connection alive; paho's ``loop()`` but for its
     socket pair, which wakes the ``select`` of ``loop_start``'s thread when another thread queues a
@@ -174,14 +201,14 @@ def _loop(client: mqtt.Client, timeout: float) -> MQTTErrorCode:
     sock = client.socket()
     if sock is None:
         return MQTTErrorCode.MQTT_ERR_NO_CONN
-    # A TLS socket may hold records already decrypted, which select does not see.
+    # Bytes read already, or a TLS socket's records decrypted already, which select does not see.
     pending = getattr(sock, "pending", None)
+    ready = client.buffered or (pending is not None and pending() > 0)
     try:
-        readable, writable, _ = select.select([sock], [sock] if client.want_write() else [], [],
-                                              0 if pending is not None and pending() else timeout)
+        readable, writable, _ = select.select([sock], [sock] if client.want_write() else [], [], 0 if ready else timeout)
     except (OSError, ValueError):  # the socket was closed meanwhile
         return MQTTErrorCode.MQTT_ERR_CONN_LOST
-    if readable or (pending is not None and pending()):
+    if readable or ready:
         rc = client.loop_read()
         if rc != MQTTErrorCode.MQTT_ERR_SUCCESS or client.socket() is None:
             return rc or MQTTErrorCode.MQTT_ERR_CONN_LOST
@@ -221,6 +248,9 @@ class MqttSource(Source):
             self.connected()
             while not self.stopping.is_set():
                 rc = _loop(client, _POLL_S)
+                # Every message already read is taken before they are delivered: one select a batch, not a message.
+                while rc == MQTTErrorCode.MQTT_ERR_SUCCESS and client.buffered:
+                    rc = client.loop_read()
                 self._deliver_received(client, received, up=rc == MQTTErrorCode.MQTT_ERR_SUCCESS)
                 if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
                     raise link.connection_lost(rc)
