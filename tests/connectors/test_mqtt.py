@@ -23,7 +23,7 @@ from mqtt_broker import HOST, USERS, Broker
 from waiting import eventually
 
 from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING, WAITING
-from cqels_endpoint.connectors.mqtt import MqttSink, MqttSource
+from cqels_endpoint.connectors.mqtt import _READ_BYTES, MqttSink, MqttSource
 from cqels_endpoint.connectors.specs import sink_from_json, source_from_json
 from cqels_endpoint.connectors.subscriptions import Subscriptions
 from cqels_endpoint.engine import Engine
@@ -190,6 +190,27 @@ def test_a_burst_of_qos1_messages(broker, twin):
         accepted(reader, count)
     twin.twin.push_batch(STREAM, [(ntriples(event(i)), START_MS + i) for i in range(count)])
     assert (reader.received, reader.accepted, dict(reader.rejected)) == (count, count, {})
+    assert twin.emitted["engine"] == twin.emitted["twin"]
+
+
+def test_messages_cut_by_the_clients_reads(broker, twin):
+    # The client reads its socket _READ_BYTES at a time: a message longer than that, and the ones a
+    # read ends in the middle of, are put together across reads, in order.
+    topic = "cut/in"
+    sizes = [1, 700, 2, 1, 700, 3, *[1] * 50]  # events a message; 700 make one over _READ_BYTES
+    messages, first = [], 0
+    for size in sizes:
+        messages.append([(i, START_MS + i) for i in range(first, first + size)])
+        first += size
+    payloads = [ndjson(message) for message in messages]
+    assert max(map(len, payloads)) > _READ_BYTES
+    with running(source(twin.engine, "cut", broker.address, [topic], format="ndjson")) as reader:
+        connected(reader)
+        broker.publish(topic, *payloads)
+        accepted(reader, first)
+    for message in messages:
+        twin.twin.push_batch(STREAM, [(ntriples(event(i)), millis) for i, millis in message])
+    assert (reader.received, reader.accepted, dict(reader.rejected)) == (len(sizes), first, {})
     assert twin.emitted["engine"] == twin.emitted["twin"]
 
 
