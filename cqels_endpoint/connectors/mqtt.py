@@ -31,6 +31,8 @@ import logging
 import select
 import ssl
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import paho.mqtt.client as mqtt
@@ -106,6 +108,7 @@ class _Client(mqtt.Client):
         self._read = b""
         self._read_at = 0  # what paho has taken of ``_read``
         self._read_from = None  # the socket ``_read`` came from (a reconnection makes a new one)
+        self._held: list[bytes] | None = None  # what paho wrote while ``holding``
 
     @property
     def buffered(self) -> bool:
@@ -119,6 +122,35 @@ class _Client(mqtt.Client):
         data = self._read[at:at + bufsize]
         self._read_at = at + len(data)
         return data
+
+    @contextmanager
+    def holding(self, timeout: float) -> Iterator[None]:
+        """Holds what paho writes meanwhile and then writes it in one ``send``: the PUBACKs of a batch
+        of messages, each queued once its message was delivered, cost one system call, not one each
+        (a call that also lets go of the GIL). Gives up (``ConnectionLost``) when the broker took
+        nothing for ``timeout`` seconds."""
+        self._held = []
+        try:
+            yield
+        finally:
+            data, self._held = memoryview(b"".join(self._held)), None
+            waited = 0.0
+            while data and self._sock is not None:
+                try:
+                    data = data[super()._sock_send(data):]
+                except BlockingIOError:  # the kernel's buffer is full: the broker is behind
+                    if waited >= timeout:
+                        raise ConnectionLost(f"the broker took no data for {timeout:g} s") from None
+                    select.select([], [self._sock], [], _POLL_S)
+                    waited += _POLL_S
+                except OSError:  # the connection is lost, as the next read says; paho too drops what it could not write then
+                    return
+
+    def _sock_send(self, buf: bytes | bytearray) -> int:
+        if self._held is None:
+            return super()._sock_send(buf)
+        self._held.append(bytes(buf))
+        return len(buf)
 
 
 class _TlsContext(ssl.SSLContext):
@@ -275,16 +307,18 @@ class MqttSource(Source):
             if reason.value < spec.qos:
                 log.warning("source %r: the broker granted QoS %d for %r, not %d", self.name, reason.value, topic, spec.qos)
 
-    def _deliver_received(self, client: mqtt.Client, received: deque, *, up: bool) -> None:
-        """Delivers the messages read, acknowledging each after it; once the connection is down, a
-        message the broker will send again (QoS 1 in a persistent session) is left to it."""
-        while received:
-            message = received.popleft()
-            if not up and message.qos and not self.spec.clean_session:
-                continue
-            self.deliver(message.payload, message.topic)
-            if message.qos:
-                client.ack(message.mid, message.qos)
+    def _deliver_received(self, client: _Client, received: deque, *, up: bool) -> None:
+        """Delivers the messages read, acknowledging each after it (the acknowledgements written
+        together once all are delivered); once the connection is down, a message the broker will
+        send again (QoS 1 in a persistent session) is left to it."""
+        with client.holding(self.spec.keepalive_s):
+            while received:
+                message = received.popleft()
+                if not up and message.qos and not self.spec.clean_session:
+                    continue
+                self.deliver(message.payload, message.topic)
+                if message.qos:
+                    client.ack(message.mid, message.qos)
 
 
 class MqttSink(Sink):
