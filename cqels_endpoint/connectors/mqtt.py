@@ -134,15 +134,12 @@ class _Client(mqtt.Client):
             yield
         finally:
             data, self._held = memoryview(b"".join(self._held)), None
-            waited = 0.0
             while data and self._sock is not None:
                 try:
                     data = data[super()._sock_send(data):]
                 except BlockingIOError:  # the kernel's buffer is full: the broker is behind
-                    if waited >= timeout:
+                    if not select.select([], [self._sock], [], timeout)[1]:
                         raise ConnectionLost(f"the broker took no data for {timeout:g} s") from None
-                    select.select([], [self._sock], [], _POLL_S)
-                    waited += _POLL_S
                 except OSError:  # the connection is lost, as the next read says; paho too drops what it could not write then
                     return
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -22,8 +23,8 @@ import pytest
 from mqtt_broker import HOST, USERS, Broker
 from waiting import eventually
 
-from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING, WAITING
-from cqels_endpoint.connectors.mqtt import _READ_BYTES, MqttSink, MqttSource
+from cqels_endpoint.connectors.base import CONNECTED, FAILED, RETRYING, WAITING, ConnectionLost
+from cqels_endpoint.connectors.mqtt import _READ_BYTES, MqttSink, MqttSource, _Client
 from cqels_endpoint.connectors.specs import sink_from_json, source_from_json
 from cqels_endpoint.connectors.subscriptions import Subscriptions
 from cqels_endpoint.engine import Engine
@@ -212,6 +213,50 @@ def test_messages_cut_by_the_clients_reads(broker, twin):
         twin.twin.push_batch(STREAM, [(ntriples(event(i)), millis) for i, millis in message])
     assert (reader.received, reader.accepted, dict(reader.rejected)) == (len(sizes), first, {})
     assert twin.emitted["engine"] == twin.emitted["twin"]
+
+
+@contextmanager
+def held_client():
+    """A ``_Client`` on one end of a local socket pair with small buffers, and the other end."""
+    ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    ours.setblocking(False)
+    client = _Client(mqtt.CallbackAPIVersion.VERSION2, client_id="held")
+    client._sock = ours  # as paho's connect sets it
+    try:
+        yield client, theirs
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_held_writes_go_out_whole_and_in_order_to_a_slow_peer():
+    chunks = [bytes([i]) * 1000 for i in range(200)]  # far more than the socket buffers hold
+    with held_client() as (client, peer):
+        got = bytearray()
+
+        def read() -> None:
+            while len(got) < 200_000 and (data := peer.recv(1000)):
+                got.extend(data)
+
+        reader = threading.Thread(target=read)
+        with client.holding(timeout=10):
+            assert [client._sock_send(chunk) for chunk in chunks] == [1000] * 200
+            peer.setblocking(False)
+            with pytest.raises(BlockingIOError):  # nothing written while held
+                peer.recv(1)
+            peer.setblocking(True)
+            reader.start()
+        reader.join(10)
+        assert bytes(got) == b"".join(chunks)
+        assert client._sock_send(b"after") == 5 and peer.recv(5) == b"after"  # not held any more
+
+
+def test_held_writes_give_up_when_the_peer_takes_nothing():
+    refused = pytest.raises(ConnectionLost, match=r"took no data for 0\.3 s")
+    with held_client() as (client, _peer), refused, client.holding(timeout=0.3):
+        client._sock_send(b"x" * 1_000_000)
 
 
 def test_wildcards_match_as_mqtt_says(broker, twin):
