@@ -352,13 +352,20 @@ def test_last_event_id_resumes_from_the_replay_buffer(server, engine, clock):
         by_param.close()
 
 
-def test_a_resume_older_than_the_buffer_says_what_is_lost(endpoint_factory):
+def ten_emissions_past_a_replay_buffer_of_three(endpoint_factory) -> tuple:
+    """A server whose query ``q`` emitted ten times, three of them still in its replay buffer: the
+    server, its engine, and the recompute oracle's emissions (``as_query(seen, "q")``: q's)."""
     server = endpoint_factory(cache_engine="local", replay_buffer=3)
     engine = endpoint(server.app).engine
     engine.register(WHERE_NAMED, name="q", r2s="RSTREAM")
     seen = oracle(engine, WHERE_NAMED, name="oracle", r2s="RSTREAM")
     for i in range(10):
         engine.push(RFID, detection(i), time=1000 + 500 * i)
+    return server, engine, seen
+
+
+def test_a_resume_older_than_the_buffer_says_what_is_lost(endpoint_factory):
+    server, engine, seen = ten_emissions_past_a_replay_buffer_of_three(endpoint_factory)
     expected = as_query(seen, "q")
     assert len(expected) == 10
     stream = Stream(server.base_url, "q", headers={"Last-Event-ID": "2"})
