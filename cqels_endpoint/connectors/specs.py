@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from cqels_endpoint.connectors.events import EVENT_FORMATS
+from cqels_endpoint.connectors.subscriptions import OVERFLOW_POLICIES
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.~-]{0,199}\Z")
 SCHEMES = {"mqtt": ("mqtt", "mqtts"), "websocket": ("ws", "wss")}
@@ -45,7 +46,7 @@ SINK_KINDS = ("mqtt",)
 TIME_SOURCES = ("payload", "arrival")
 #: What a sink publishes: the emission's JSON (the SSE payload), or a CONSTRUCT's triples alone.
 SINK_FORMATS = ("json", "ntriples")
-OVERFLOWS = ("drop-oldest", "drop-newest", "disconnect")
+OVERFLOWS = OVERFLOW_POLICIES
 
 
 class SpecError(ValueError):
