@@ -3,10 +3,12 @@ through its form, listed retrying (an address nobody listens on) or connected (a
 its counters rising as the publisher sends N-Triples messages; an MQTT declaration as the form
 sends it; a declaration the server refuses showing the server's 400 with the field it names
 outlined; the sink form offering the registered queries; a name in use replaced, a source removed,
-each after a confirmation; the token sent with both.
+each after a confirmation; the token sent with both. Against the session's mosquitto, an MQTT
+source and an MQTT sink added through the forms, counted, publishing, and removed.
 
-What the page shows is checked against the server's own answers (``GET /sources/{name}``, the 400
-of the same declaration sent over HTTP), not against values written here."""
+What the page shows is checked against the server's own answers (``GET /sources/{name}``,
+``GET /sinks/{name}``, the 400 of the same declaration sent over HTTP, the query's own emissions
+for what the sink publishes), not against values written here."""
 
 from __future__ import annotations
 
