@@ -1,6 +1,8 @@
-"""A real ``mosquitto`` for the MQTT connector tests (``mqtt_broker``). When the broker or its
-clients are missing, ``.ci/install-mosquitto`` installs them (as root with apt-get); where that
-cannot be done the tests skip, saying so."""
+"""A real ``mosquitto`` for the tests of MQTT connectors (``mqtt_broker``): a pytest plugin
+(``pytest_plugins`` in tests/conftest.py), so that tests/connectors and the console's browser tests
+(tests/console) share the session's broker. When the broker or its clients are missing,
+``.ci/install-mosquitto`` installs them (as root with apt-get); where that cannot be done the tests
+skip, saying so (and fail under CI, which installs them)."""
 
 from __future__ import annotations
 
