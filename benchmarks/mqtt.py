@@ -83,17 +83,8 @@ class SseRows(threading.Thread):
         response = connection.getresponse()
         self.ready.set()
         for line in response:
-            if not line.strip():
-                continue
-            arrived = time.time()
-            emission = json.loads(line)
-            with self.changed:
-                for binding in emission["results"]["bindings"]:
-                    subject = binding["e"]["value"]
-                    if subject in self.rows:
-                        self.duplicates += 1
-                    self.rows[subject] = (arrived, int(binding["t"]["value"]))
-                self.changed.notify_all()
+            if line.strip():
+                record(self, time.time(), json.loads(line))
 
     def wait_for(self, prefix: str, count: int) -> tuple[int, float]:
         return wait_for_rows(self, prefix, count)
@@ -113,18 +104,21 @@ class SinkRows:
         self.client.loop_start()
 
     def _message(self, _client, _userdata, message) -> None:
-        arrived = time.time()
-        emission = json.loads(message.payload)
-        with self.changed:
-            for binding in emission["results"]["bindings"]:
-                subject = binding["e"]["value"]
-                if subject in self.rows:
-                    self.duplicates += 1
-                self.rows[subject] = (arrived, int(binding["t"]["value"]))
-            self.changed.notify_all()
+        record(self, time.time(), json.loads(message.payload))
 
     def wait_for(self, prefix: str, count: int) -> tuple[int, float]:
         return wait_for_rows(self, prefix, count)
+
+
+def record(consumer, arrived: float, emission: dict) -> None:
+    """The rows of one emission a consumer received at ``arrived``: each event's ``T``, duplicates counted."""
+    with consumer.changed:
+        for binding in emission["results"]["bindings"]:
+            subject = binding["e"]["value"]
+            if subject in consumer.rows:
+                consumer.duplicates += 1
+            consumer.rows[subject] = (arrived, int(binding["t"]["value"]))
+        consumer.changed.notify_all()
 
 
 def wait_for_rows(consumer, prefix: str, count: int) -> tuple[int, float]:

@@ -43,6 +43,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     twin_run.stop()
 
 
+# The session's mosquitto (``mosquitto``, ``broker``, ``new_broker``), for tests/connectors and tests/console.
+pytest_plugins = ["mqtt_fixtures"]
+
+
 if TYPE_CHECKING:
     from cqels_endpoint.config import ServerConfig
     from static_store import StaticStore

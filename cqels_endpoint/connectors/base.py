@@ -9,8 +9,9 @@ keeps the state every listing shows:
 
 - ``connecting``: the first attempt; ``connected``; ``retrying`` (``reason``: the last failure,
   ``retry_in_s``); ``failed`` (past ``Retry.attempts``, or a declaration that cannot work:
-  ``reason``); ``stopped``. A sink whose query is not registered is ``waiting`` (it attaches when
-  the query is registered again).
+  ``reason``); ``stopped``. A sink whose query is not registered is ``waiting``; it is
+  subscribed at each registration of the query, before its first event, so it publishes every
+  emission of each registration, however soon it comes and goes.
 
 **Delivering a message** (``Source.deliver``): the payload is read in the source's syntax
 (``events``), each event's time taken as the spec's ``time`` says, and the batch pushed whole onto
@@ -33,14 +34,14 @@ import os
 import random
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 
 import pyoxigraph as ox
 
 from cqels_endpoint.connectors.events import EVENT_FORMATS, Batch, MalformedBatch, reader
 from cqels_endpoint.connectors.specs import Connection, SinkSpec, SourceSpec
-from cqels_endpoint.connectors.subscriptions import Entry, SubscriptionEnded, Subscriptions
+from cqels_endpoint.connectors.subscriptions import SLOW, Entry, QueryHub, Subscriber, SubscriptionEnded, Subscriptions
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.errors import LateEventError, UnknownQueryError
 from cqels_endpoint.runtime.streams import FutureEventError, to_millis
@@ -279,10 +280,17 @@ class Sink(Connector):
     def __init__(self, spec: SinkSpec, subscriptions: Subscriptions):
         super().__init__(spec)
         self.subscriptions = subscriptions
-        self._subscriber = None
+        self._subscriber: Subscriber | None = None
+        # Subscriptions made when the query was registered (``Subscriptions.on_hub``, under the
+        # engine's lock), so none of its emissions is missed while the sink thread looks elsewhere;
+        # the thread takes them in order.
+        self._registered: deque[Subscriber] = deque()
+        self._registered_lock = threading.Lock()
+        self._stop_listening = subscriptions.on_hub(self._on_registered)
         self.published = 0
         self.failed_publishes = 0
         self.restarts = 0  # subscriptions ended by a full buffer (overflow "disconnect")
+        self._dropped_before = 0  # emissions dropped under the subscriptions that ended
 
     def next_emission(self, timeout: float = _POLL_S) -> Entry | None:
         """The next emission to publish, or None after ``timeout`` seconds without one (or while the
@@ -297,21 +305,38 @@ class Sink(Connector):
             return subscriber.next(timeout)
         except SubscriptionEnded as ended:
             self._subscriber = None
-            if ended.reason == "slow":
+            self._dropped_before += subscriber.dropped
+            if ended.reason == SLOW:
                 self.restarts += 1
             log.info("sink %r: its subscription ended (%s); attaching again", self.name, ended.message)
             return None
 
-    def _attach(self):
+    def _on_registered(self, hub: QueryHub) -> None:
+        if hub.name == self.spec.query and not self.stopping.is_set():
+            subscriber, _, _ = hub.subscribe(None, capacity=self.spec.buffer, overflow=self.spec.overflow)
+            with self._registered_lock:
+                self._registered.append(subscriber)
+
+    def _attach(self) -> Subscriber | None:
+        """The next subscription: one made at a registration, else one to the query registered now."""
         spec = self.spec
-        try:
-            hub = self.subscriptions.hub(spec.query)
-        except UnknownQueryError:
-            self._set(WAITING, f"query {spec.query!r} is not registered")
-            return None
-        if hub.query.form != "CONSTRUCT" and spec.format == "ntriples":
-            raise ConnectorFailed(f"format ntriples publishes CONSTRUCT triples; query {spec.query!r} is a {hub.query.form}")
-        subscriber, _, _ = hub.subscribe(None, capacity=spec.buffer, overflow=spec.overflow)
+        with self._registered_lock:
+            subscriber = self._registered.popleft() if self._registered else None
+        if subscriber is None:
+            try:
+                hub = self.subscriptions.hub(spec.query)
+            except UnknownQueryError:
+                self._set(WAITING, f"query {spec.query!r} is not registered")
+                return None
+            with self._registered_lock:  # made at its registration, after this thread last looked
+                made = next((s for s in self._registered if s.hub is hub), None)
+                if made is not None:
+                    self._registered.remove(made)
+            subscriber = made or hub.subscribe(None, capacity=spec.buffer, overflow=spec.overflow)[0]
+        query = subscriber.hub.query
+        if query.form != "CONSTRUCT" and spec.format == "ntriples":
+            subscriber.close()
+            raise ConnectorFailed(f"format ntriples publishes CONSTRUCT triples; query {spec.query!r} is a {query.form}")
         self._subscriber = subscriber
         if self.state == WAITING:
             self._set(CONNECTED, None)
@@ -325,10 +350,14 @@ class Sink(Connector):
         return emission.json_text().encode()
 
     def stop(self, timeout: float = 5.0) -> None:
+        self._stop_listening()
         super().stop(timeout)
         subscriber, self._subscriber = self._subscriber, None
-        if subscriber is not None:
-            subscriber.close()
+        with self._registered_lock:
+            registered = [*self._registered, *([subscriber] if subscriber is not None else [])]
+            self._registered.clear()
+        for made in registered:
+            made.close()
 
     def status(self) -> dict:
         spec = self.spec
@@ -340,7 +369,7 @@ class Sink(Connector):
             "topic": spec.topic,
             "published": self.published,
             "failed": self.failed_publishes,
-            "dropped": 0 if subscriber is None else subscriber.dropped,
+            "dropped": self._dropped_before + (0 if subscriber is None else subscriber.dropped),
             "buffered": 0 if subscriber is None else subscriber.queued,
             "restarts": self.restarts,
         }

@@ -1,7 +1,7 @@
 """The sources and sinks of a server: started, listed, replaced, stopped, and (unless the store is in
 memory) kept in ``connectors.json`` beside the stored queries, so that a restart starts them again.
 
-Every change is written durably (``engine.registry.write_durably``). An entry of the file that no
+Every change is written durably (``engine.durable.write_durably``). An entry of the file that no
 longer makes a connector (edited by hand, or after an upgrade) is logged and kept in the file,
 never dropped; a file that cannot be read at all is moved aside to ``connectors.json.corrupt``.
 """
@@ -29,7 +29,7 @@ from cqels_endpoint.connectors.specs import (
 )
 from cqels_endpoint.connectors.subscriptions import Subscriptions
 from cqels_endpoint.engine import Engine
-from cqels_endpoint.engine.registry import write_durably
+from cqels_endpoint.engine.durable import write_durably
 
 log = logging.getLogger("cqels_endpoint.connectors")
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from cqels_endpoint.connectors.events import EVENT_FORMATS
+from cqels_endpoint.connectors.subscriptions import OVERFLOW_POLICIES
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.~-]{0,199}\Z")
 SCHEMES = {"mqtt": ("mqtt", "mqtts"), "websocket": ("ws", "wss")}
@@ -45,7 +46,7 @@ SINK_KINDS = ("mqtt",)
 TIME_SOURCES = ("payload", "arrival")
 #: What a sink publishes: the emission's JSON (the SSE payload), or a CONSTRUCT's triples alone.
 SINK_FORMATS = ("json", "ntriples")
-OVERFLOWS = ("drop-oldest", "drop-newest", "disconnect")
+OVERFLOWS = OVERFLOW_POLICIES
 
 
 class SpecError(ValueError):
@@ -147,8 +148,8 @@ def sink_from_json(name: str, data: object) -> SinkSpec:
     spec = _build(SinkSpec, name, data, SINK_KINDS)
     if not spec.query:
         raise SpecError('"query": give the name of the registered query whose emissions the sink publishes')
-    if not spec.topic or "+" in spec.topic or "#" in spec.topic:
-        raise SpecError('"topic": give the MQTT topic to publish to (no wildcard)')
+    if not spec.topic or "+" in spec.topic or "#" in spec.topic or not _topic_filter(spec.topic):
+        raise SpecError('"topic": give the MQTT topic to publish to (no wildcard, at most 65,535 bytes)')
     if spec.format not in SINK_FORMATS:
         raise SpecError(f'"format": {spec.format!r}; use one of {", ".join(SINK_FORMATS)}')
     if spec.qos not in (0, 1):
@@ -295,8 +296,9 @@ def _wrong(key: str, value: object, expected: str) -> object:
 
 
 def _topic_filter(topic: str) -> bool:
-    """Whether ``topic`` is an MQTT topic filter: ``+`` a whole level, ``#`` only the last one."""
-    if not topic or "\0" in topic:
+    """Whether ``topic`` is an MQTT topic filter: ``+`` a whole level, ``#`` only the last one, at
+    most 65,535 bytes of UTF-8 (MQTT's length field)."""
+    if not topic or "\0" in topic or len(topic.encode("utf-8", "surrogatepass")) > 65_535:
         return False
     levels = topic.split("/")
     return all(level in ("+", "#") or ("+" not in level and "#" not in level) for level in levels) and "#" not in levels[:-1]

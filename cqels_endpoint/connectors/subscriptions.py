@@ -296,6 +296,7 @@ class Subscriptions:
         self._disconnects: Counter[tuple[str, str]] = Counter()
         self._discarded: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[QueryHub], None]] = []
         self._stop_observing = engine.observe(self._observe)
 
     def hub(self, name: str) -> QueryHub:
@@ -323,10 +324,28 @@ class Subscriptions:
         for hub in hubs:
             hub.end(SHUTDOWN, "the server is stopping")
 
+    def on_hub(self, listener: Callable[[QueryHub], None]) -> Callable[[], None]:
+        """Calls ``listener(hub)`` with the hub of every query registered from now on, before its
+        first event and before ``hub()`` finds it (under the engine's lock: it must not wait), so a
+        subscription made then sees every emission. Returns a function to stop."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def stop() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return stop
+
     def _observe(self, query: ContinuousQuery, registered: bool) -> None:
         # Called by the engine under its lock, before the query's first event or after its last.
         if registered:
             hub = QueryHub(query, self.replay, self.queue, self._count_disconnect, self._count_discarded)
+            with self._lock:
+                listeners = list(self._listeners)
+            for listener in listeners:
+                listener(hub)
             with self._lock:
                 self._hubs[query.name] = hub
             return

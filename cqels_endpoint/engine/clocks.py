@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from cqels_endpoint.engine.durable import write_durably
 from cqels_endpoint.errors import CqelsError
 from cqels_endpoint.runtime.encoding import TermDictionary
 from cqels_endpoint.runtime.streams import Event, Streams, event_triples
@@ -147,9 +148,9 @@ class ClockStore:
         }
         snapshot = {"format": FILE_FORMAT, "generation": self.generation, "lateness_ms": self.streams.lateness_ms,
                     "floor": self.streams.floor, "streams": streams}
-        _write_atomically(self.path, json.dumps(snapshot, ensure_ascii=False))
+        write_durably(self.path, json.dumps(snapshot, ensure_ascii=False), backup=False)
         header = json.dumps({"format": FILE_FORMAT, "generation": self.generation, "lateness_ms": self.streams.lateness_ms})
-        _write_atomically(self.journal_path, header + "\n")
+        write_durably(self.journal_path, header + "\n", backup=False)
         self.close()
         self._journal = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND)
         self._size = len(header) + 1
@@ -214,17 +215,3 @@ class ClockStore:
                                      f"{error}; move it away to start from {self.path} alone") from None
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """``text`` in ``path``: a crash leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

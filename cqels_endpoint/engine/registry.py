@@ -34,6 +34,7 @@ from pathlib import Path
 from cqels_endpoint.algebra.parameters import Template
 from cqels_endpoint.engine.continuous import ContinuousQuery
 from cqels_endpoint.engine.core import Engine
+from cqels_endpoint.engine.durable import write_durably
 from cqels_endpoint.engine.emission import term_from_json
 from cqels_endpoint.errors import ArgumentError, CqelsError, QueryConflictError, StoreError, UnknownQueryError
 from cqels_endpoint.query.parameters import declared_parameters
@@ -325,30 +326,6 @@ class QueryRegistry:
                 "parameters": list(stored.given), "next_instance": stored.next_number, "instances": instances,
             })
         write_durably(self.path, json.dumps({"format": FILE_FORMAT, "queries": entries}, ensure_ascii=False, indent=1))
-
-
-def write_durably(path: Path, text: str) -> None:
-    """Replaces ``path`` by ``text`` so that a crash, even of the machine, leaves the old or the new
-    file, never half of one (a temporary file, synced, renamed over it, the directory synced); the
-    file replaced is kept as ``<name>.bak`` (a hard link: no copy)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    if path.exists():  # the file replaced becomes the backup, renamed into place whole
-        linked = path.with_name(path.name + ".bak.tmp")
-        linked.unlink(missing_ok=True)
-        os.link(path, linked)
-        os.replace(linked, path.with_name(path.name + ".bak"))
-    os.replace(temporary, path)
-    # The rename itself is durable only once the directory is synced.
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def _entries(path: Path) -> list[dict]:

@@ -45,14 +45,13 @@ from werkzeug.http import parse_options_header
 from werkzeug.sansio.utils import get_host
 
 from cqels_endpoint.connectors.events import EVENT_FORMATS
-from cqels_endpoint.connectors.subscriptions import DISCONNECT, OVERFLOW_POLICIES
 from cqels_endpoint.http.auth import denial_reason, write_refusal
 from cqels_endpoint.http.context import Endpoint, endpoint
 from cqels_endpoint.http.cors import CorsMiddleware
 from cqels_endpoint.http.errors import HttpError, http_error, json_body, too_large_message
 from cqels_endpoint.http.negotiation import choose
 from cqels_endpoint.http.params import base_iri_of, is_utf8_charset, query_params, single
-from cqels_endpoint.http.results import ResultStream, emission_format, find_hub, open_results, resume_after
+from cqels_endpoint.http.results import ResultStream, emission_format, find_hub, open_results, queue_policy, resume_after
 from cqels_endpoint.http.sockets import close_reason, consume, produce, watch_disconnect
 from cqels_endpoint.http.streams import PushRequest, push, stream_iri
 from cqels_endpoint.runtime.functions.extensions import custom_functions
@@ -340,10 +339,7 @@ class EndpointApp:
         after = resume_after(headers.get("last-event-id"), params)
         hub = find_hub(self.context, name)
         triple_format = emission_format(hub, params, headers.get("accept"))
-        capacity = _buffer(single(params, "buffer", "give one size"), self._config.subscriber_queue)
-        overflow = single(params, "overflow", "give one policy") or DISCONNECT
-        if overflow not in OVERFLOW_POLICIES:
-            raise HttpError(400, f"overflow={overflow}: a full buffer does one of {', '.join(OVERFLOW_POLICIES)}")
+        capacity, overflow = queue_policy(params, self._config.subscriber_queue)
         stream = ResultStream(self.context.subscriptions, hub, after, capacity, overflow)
         # Never called off: the close frame of a dropped socket may sit behind what its client
         # does not read (the server would wait 10 s for its answer), and no other request shares it.
@@ -522,12 +518,3 @@ def _hang_up_when_dropped(stream: ResultStream, scope: Scope) -> Callable[[], No
 
     stream.subscriber.on_drop = dropped
     return finish
-
-
-def _buffer(text: str | None, most: int) -> int | None:
-    """The queue size ``?buffer=`` asks for, 1 to ``most`` (the server's --subscriber-queue); None: that."""
-    if text is None:
-        return None
-    if not text.isdigit() or not 1 <= int(text) <= most:
-        raise HttpError(400, f"buffer={text}: give a number of emissions from 1 to {most} (the server's --subscriber-queue)")
-    return int(text)

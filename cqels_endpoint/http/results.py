@@ -24,10 +24,11 @@ available, says so in a comment (``: emissions 3..40 are no longer in the replay
 ``Cqels-Replay-Gap: 3-40`` response header (NDJSON has no comments). An ``n`` beyond the last
 emission (the query was registered anew) gets the live emissions and a comment saying so.
 
-A client that falls ``subscriber_queue`` emissions behind is disconnected (logged on
-``cqels_endpoint.http``, counted in ``/metrics``); ingestion never waits for a client. (A
-WebSocket reader, ``sockets.py``, may choose to lose emissions instead.) Unknown
-query: 404. The name may contain ``/`` (instances ``template/instance``).
+A client that falls ``subscriber_queue`` emissions behind (or ``?buffer=n``, 1 to that) is
+disconnected (logged on ``cqels_endpoint.http``, counted in ``/metrics``), unless it chose to lose
+emissions instead with ``?overflow=drop-oldest`` or ``drop-newest`` (counted in ``/metrics``; the
+``id`` of the next event it gets shows the gap); ingestion never waits for a client. The same
+parameters hold for a WebSocket reader (``sockets.py``). Unknown query: 404. The name may contain ``/`` (instances ``template/instance``).
 
 A query the engine stops because it failed (past its limits: docs/ARCHITECTURE.md, "Limits") ends
 its streams with one error object after its last emission, then closes them: ``event: error`` with
@@ -46,7 +47,15 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from cqels_endpoint.connectors.subscriptions import FAILED, Entry, QueryHub, SubscriptionEnded, Subscriptions
+from cqels_endpoint.connectors.subscriptions import (
+    DISCONNECT,
+    FAILED,
+    OVERFLOW_POLICIES,
+    Entry,
+    QueryHub,
+    SubscriptionEnded,
+    Subscriptions,
+)
 from cqels_endpoint.engine import UnknownQueryError
 from cqels_endpoint.http.context import Endpoint
 from cqels_endpoint.http.errors import HttpError, not_acceptable_message
@@ -85,15 +94,28 @@ def open_results(context: Endpoint, name: str, method: str, accept: str | None, 
     content_type = f"{NDJSON}; charset=utf-8" if ndjson else f"{EVENT_STREAM}; charset=utf-8"
     # No proxy may hold events back.
     headers = [("Content-Type", content_type), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+    capacity, overflow = queue_policy(params, context.config.subscriber_queue)
     if method == "HEAD":
         return Opened(headers, None)
-    stream = ResultStream(context.subscriptions, hub, after)
+    stream = ResultStream(context.subscriptions, hub, after, capacity, overflow)
     if stream.gap is not None:
         headers.append(("Cqels-Replay-Gap", f"{stream.gap.first}-{stream.gap.last}"))
     render = render_with(_ndjson_line if ndjson else _sse_event, triple_format)
     key = (ndjson, None if triple_format is None else triple_format.media_type)
     stream.frame(lambda entry: entry.rendered(key, render), ndjson, context.config.keepalive_s)
     return Opened(headers, stream)
+
+
+def queue_policy(params: Params, most: int) -> tuple[int | None, str]:
+    """``?buffer=`` (the subscriber's queue, 1 to ``most``, the server's --subscriber-queue; None:
+    that) and ``?overflow=`` (what a full queue does, ``OVERFLOW_POLICIES``; ``disconnect`` by default)."""
+    text = single(params, "buffer", "give one size")
+    if text is not None and (not text.isdigit() or not 1 <= int(text) <= most):
+        raise HttpError(400, f"buffer={text}: give a number of emissions from 1 to {most} (the server's --subscriber-queue)")
+    overflow = single(params, "overflow", "give one policy") or DISCONNECT
+    if overflow not in OVERFLOW_POLICIES:
+        raise HttpError(400, f"overflow={overflow}: a full buffer does one of {', '.join(OVERFLOW_POLICIES)}")
+    return None if text is None else int(text), overflow
 
 
 def find_hub(context: Endpoint, name: str) -> QueryHub:

@@ -626,6 +626,33 @@ def test_a_sink_waits_for_its_query(broker):
     assert [json.loads(m.payload) for m in received] == [e.to_json() for e in oracle]
 
 
+def test_a_sink_publishes_what_its_query_emitted_before_the_sink_looked_again(broker):
+    """A query registered while its sink waits, emitting and unregistered at once, twice, in the
+    test's thread: the sink thread, which looks for its query every 0.2 s, still publishes every
+    emission of both registrations (it is subscribed at each registration, under the engine's lock)."""
+    topic = "results/at-once"
+    subscriber = broker.subscriber(topic)
+    engine = Engine(clock=ManualClock(START_MS))
+    subscriptions = Subscriptions(engine, replay=10, queue=10)
+    oracle: list = []
+    try:
+        with running(sink(subscriptions, "at-once", broker, topic)) as writer:
+            eventually(lambda: writer.state == WAITING, what="waiting")
+            for registration in range(2):
+                engine.register(QUERY, name="q").subscribe(oracle.append)
+                for k in range(3):
+                    engine.push(STREAM, ntriples(event(10 * registration + k)), time=START_MS + 10 * registration + k)
+                engine.unregister("q")
+            received = subscriber.take(len(oracle))
+            assert writer.status()["dropped"] == 0
+    finally:
+        subscriber.close()
+        subscriptions.close()
+        engine.close()
+    assert len(oracle) == 6
+    assert [json.loads(m.payload) for m in received] == [e.to_json() for e in oracle]
+
+
 @pytest.mark.parametrize("overflow", ["drop-oldest", "drop-newest"])
 def test_a_sink_buffers_while_the_broker_is_away(new_broker, overflow):
     broker = new_broker()

@@ -115,6 +115,7 @@ def test_url_forms_of_the_documentation() -> None:
     ("mqtt://h/t?stream=s&qos=one", "qos='one': give a whole number"),
     ("mqtt://h/a/%23/b?stream=s", '"topics"'),
     ("mqtt://h?stream=s", '"topics"'),
+    ("mqtt://h/" + "t" * 65_536 + "?stream=s", '"topics"'),
     ("mqtt://h/t?stream=s&clean_session=maybe", "give true or false"),
 ])
 def test_bad_urls_say_what_is_wrong(url, message) -> None:
@@ -125,7 +126,8 @@ def test_bad_urls_say_what_is_wrong(url, message) -> None:
 
 def test_sink_refusals_name_the_field() -> None:
     base = {"kind": "mqtt", "address": "mqtt://h", "query": "q", "topic": "t"}
-    for change, message in (({"topic": "a/+"}, '"topic"'), ({"query": ""}, '"query"'), ({"overflow": "block"}, '"overflow"'),
+    for change, message in (({"topic": "a/+"}, '"topic"'), ({"topic": "t" * 65_536}, "65,535 bytes"),
+                            ({"query": ""}, '"query"'), ({"overflow": "block"}, '"overflow"'),
                             ({"buffer": 0}, '"buffer"'), ({"format": "turtle"}, '"format"'), ({"qos": 2}, '"qos"'),
                             ({"retain": "yes"}, '"retain"'), ({"kind": "websocket"}, "a sink is one of mqtt")):
         with pytest.raises(SpecError) as refused:

@@ -3,10 +3,12 @@ through its form, listed retrying (an address nobody listens on) or connected (a
 its counters rising as the publisher sends N-Triples messages; an MQTT declaration as the form
 sends it; a declaration the server refuses showing the server's 400 with the field it names
 outlined; the sink form offering the registered queries; a name in use replaced, a source removed,
-each after a confirmation; the token sent with both.
+each after a confirmation; the token sent with both. Against the session's mosquitto, an MQTT
+source and an MQTT sink added through the forms, counted, publishing, and removed.
 
-What the page shows is checked against the server's own answers (``GET /sources/{name}``, the 400
-of the same declaration sent over HTTP), not against values written here."""
+What the page shows is checked against the server's own answers (``GET /sources/{name}``,
+``GET /sinks/{name}``, the 400 of the same declaration sent over HTTP, the query's own emissions
+for what the sink publishes), not against values written here."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from console_page import click, js, open_console, table_rows, wait
 from selenium.webdriver.common.alert import Alert
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
+from stored_queries import collect, engine_of, sparql_query
 from ws_publisher import Publisher
 
 pytestmark = pytest.mark.slow  # each test starts a browser
@@ -52,23 +55,44 @@ def submit(browser, form_id: str) -> None:
     js(browser, "document.querySelector('#' + arguments[0] + ' button[type=submit]').click()", form_id)
 
 
-def source_row(browser, name: str) -> dict[str, str] | None:
-    """The source's row in the sources table, by column heading."""
-    headings = js(browser, "return Array.from(document.querySelectorAll('#sources thead th')).map(th => th.textContent)")
-    rows = table_rows(browser, f"#sources tbody tr[data-name='{name}']")
+def listed_row(browser, name: str, role: str = "source") -> dict[str, str] | None:
+    """The connector's row in its table (``#sources`` or ``#sinks``), by column heading."""
+    headings = js(browser, "return Array.from(document.querySelectorAll(`#${arguments[0]}s thead th`)).map(th => th.textContent)", role)
+    rows = table_rows(browser, f"#{role}s tbody tr[data-name='{name}']")
     return dict(zip(headings, rows[0], strict=True)) if rows else None
 
 
-def shown_state(browser, name: str) -> str | None:
-    return js(browser, "const cell = document.querySelector(`#sources tr[data-name='${arguments[0]}'] td.state`); return cell && cell.dataset.state",
-              name)
+def shown_state(browser, name: str, role: str = "source") -> str | None:
+    return js(browser, "const cell = document.querySelector(`#${arguments[1]}s tr[data-name='${arguments[0]}'] td.state`); return cell && cell.dataset.state",
+              name, role)
 
 
-def remove(browser, name: str) -> Alert:
-    """Clicks the source's Remove button; its confirmation."""
+def remove(browser, name: str, role: str = "source") -> Alert:
+    """Clicks the connector's Remove button; its confirmation."""
     # Clicked from a timer: the script returns before the confirmation blocks the page.
-    js(browser, "const b = document.querySelector(`#sources tr[data-name='${arguments[0]}'] button`); setTimeout(() => b.click(), 0)", name)
+    js(browser, "const b = document.querySelector(`#${arguments[1]}s tr[data-name='${arguments[0]}'] button`); setTimeout(() => b.click(), 0)",
+       name, role)
     return WebDriverWait(browser, 10).until(expected_conditions.alert_is_present())
+
+
+def shown_counters(browser, name: str) -> tuple[str, ...]:
+    """A source's received, accepted and rejected counts, as its row shows them."""
+    row = listed_row(browser, name)
+    return row["received"], row["accepted"], row["rejected"]
+
+
+def served_counters(server, name: str) -> tuple[str, ...]:
+    """The same counts from ``GET /sources/{name}``, as the row would show them."""
+    source = server.get(f"/sources/{name}").json()
+    return str(source["received"]), str(source["accepted"]), ", ".join(f"{k} {n}" for k, n in source["rejected"].items())
+
+
+def reading(i: int) -> str:
+    """An N-Triples message: one reading."""
+    return f'<http://example.org/s{i}> <http://example.org/t> "{20 + i}"^^<http://www.w3.org/2001/XMLSchema#integer> .'
+
+
+MALFORMED = "<http://example.org/s> not N-Triples"
 
 
 def open_connectors(browser, server) -> None:
@@ -87,11 +111,11 @@ def test_a_websocket_source_added_listed_counted_and_removed(browser, server, pu
                    "source-stream": "obs"})
     submit(browser, "source-form")
     # (While it tries again the countdown is gone: waited for, not read once.)
-    wait(lambda: (source_row(browser, "nowhere") or {}).get("state", "").startswith("retrying, next try in "),
+    wait(lambda: (listed_row(browser, "nowhere") or {}).get("state", "").startswith("retrying, next try in "),
          what="the unreachable source to retry")
     listed = server.get("/sources/nowhere").json()
     assert listed["state"] == "retrying" and listed["reason"]
-    assert shown_state(browser, "nowhere") == "retrying" and source_row(browser, "nowhere")["state"].endswith(listed["reason"])
+    assert shown_state(browser, "nowhere") == "retrying" and listed_row(browser, "nowhere")["state"].endswith(listed["reason"])
     assert "added the source nowhere" in js(browser, "return document.getElementById('source-status').textContent")
 
     # A real publisher: connected, and the declaration the server keeps is the form's.
@@ -106,26 +130,15 @@ def test_a_websocket_source_added_listed_counted_and_removed(browser, server, pu
     publisher.wait_for_client()
 
     # Messages sent: the counters shown rise to the server's own.
-    def shown_counters() -> tuple[str, ...]:
-        row = source_row(browser, "feed")
-        return row["received"], row["accepted"], row["rejected"]
-
-    def served_counters() -> tuple[str, ...]:
-        source = server.get("/sources/feed").json()
-        return str(source["received"]), str(source["accepted"]), ", ".join(f"{k} {n}" for k, n in source["rejected"].items())
-
-    def reading(i: int) -> str:
-        return f'<http://example.org/s{i}> <http://example.org/t> "{20 + i}"^^<http://www.w3.org/2001/XMLSchema#integer> .'
-
     for i in range(2):
         publisher.send(reading(i))
-    wait(lambda: shown_counters() == ("2", "2", ""), what="two messages counted")
+    wait(lambda: shown_counters(browser, "feed") == ("2", "2", ""), what="two messages counted")
     for i in range(2, 5):
         publisher.send(reading(i) + f"\n<http://example.org/s{i}> <http://example.org/u> <http://example.org/v> .")
-    publisher.send("<http://example.org/s> not N-Triples")
-    wait(lambda: shown_counters() == ("6", "5", "malformed 1"), what="the later messages counted")
-    assert shown_counters() == served_counters()
-    row = source_row(browser, "feed")
+    publisher.send(MALFORMED)
+    wait(lambda: shown_counters(browser, "feed") == ("6", "5", "malformed 1"), what="the later messages counted")
+    assert shown_counters(browser, "feed") == served_counters(server, "feed")
+    row = listed_row(browser, "feed")
     assert row["stream"] == server.get("/sources/feed").json()["stream"] and row["kind"] == "websocket" and row["address · topics"] == publisher.url
     screenshot("console-connectors", readme=True)
 
@@ -135,11 +148,85 @@ def test_a_websocket_source_added_listed_counted_and_removed(browser, server, pu
     alert.dismiss()
     assert server.get("/sources/feed").status == 200
     remove(browser, "feed").accept()
-    wait(lambda: source_row(browser, "feed") is None, what="the source to leave the list")
+    wait(lambda: listed_row(browser, "feed") is None, what="the source to leave the list")
     assert server.get("/sources/feed").status == 404
     wait(lambda: "removed the source feed" in js(browser, "return document.getElementById('connectors-status').textContent"),
          what="the removal said")
-    assert source_row(browser, "nowhere") is not None
+    assert listed_row(browser, "nowhere") is not None
+
+
+def test_an_mqtt_source_and_sink_added_counted_and_removed(browser, server, broker, screenshot):
+    """Against the session's mosquitto: readings published to a wildcard filter reach a query
+    through the source, and the sink publishes each of the query's emissions back to the broker."""
+    open_connectors(browser, server)
+
+    # The source: connected, declared as the form says; its stream is where the query will read.
+    fill(browser, {"source-name": "mqtt-in", "source-kind": "mqtt", "source-address": broker.address, "source-topics": "console/+/obs",
+                   "source-stream": "obs", "source-format": "ntriples", "source-time": "arrival", "source-qos": "1"})
+    submit(browser, "source-form")
+    wait(lambda: shown_state(browser, "mqtt-in") == "connected", what="the MQTT source to connect")
+    source = server.get("/sources/mqtt-in").json()
+    assert {key: source["spec"][key] for key in ("kind", "address", "topics", "stream", "format", "time", "qos")} == {
+        "kind": "mqtt", "address": broker.address, "topics": ["console/+/obs"], "stream": "obs", "format": "ntriples", "time": "arrival",
+        "qos": 1}
+    row = listed_row(browser, "mqtt-in")
+    assert (row["kind"], row["address · topics"], row["stream"]) == ("mqtt", f"{broker.address} · console/+/obs", source["stream"])
+
+    # A query over that stream, registered while the page is open: the sink form offers it.
+    query = f"PREFIX ex: <http://example.org/> SELECT ?s ?v WHERE {{ STREAM <{source['stream']}> [NOW] {{ ?s ex:t ?v }} }}"
+    assert sparql_query(server, "readings", query).status == 201
+    emitted = collect(engine_of(server).queries["readings"])  # the query's own emissions: what the sink must publish
+    wait(lambda: "readings" in js(browser, "return Array.from(document.querySelectorAll('#sink-query option')).map(o => o.value)"),
+         what="the new query offered to the sink form")
+
+    subscriber = broker.subscriber("console/results")  # before the sink: no emission goes unseen
+    try:
+        fill(browser, {"sink-name": "mqtt-out", "sink-kind": "mqtt", "sink-address": broker.address, "sink-topic": "console/results",
+                       "sink-query": "readings", "sink-format": "json", "sink-qos": "1"})
+        submit(browser, "sink-form")
+        wait(lambda: shown_state(browser, "mqtt-out", "sink") == "connected", what="the MQTT sink to connect")
+        assert "added the sink mqtt-out" in js(browser, "return document.getElementById('sink-status').textContent")
+        row = listed_row(browser, "mqtt-out", "sink")
+        assert (row["kind"], row["address · topic"], row["query"], row["format"]) == ("mqtt", f"{broker.address} · console/results",
+                                                                                    "readings", "json")
+
+        # A topic outside the filter first (had it been received, it would be counted before the
+        # others), then four readings and a malformed message on two topics the filter matches.
+        broker.publish("console/hall/other", reading(9))
+        broker.publish("console/kitchen/obs", reading(0), reading(1))
+        broker.publish("console/hall/obs", reading(2) + "\n<http://example.org/s2> <http://example.org/u> <http://example.org/v> .",
+                       MALFORMED, reading(3))
+        wait(lambda: shown_counters(browser, "mqtt-in") == ("5", "4", "malformed 1"), what="the MQTT messages counted")
+        assert shown_counters(browser, "mqtt-in") == served_counters(server, "mqtt-in")
+
+        # Every emission of the query published, in order, as the count shown says.
+        def readings_emitted() -> list[str]:
+            return sorted(b["s"]["value"] for e in list(emitted) for b in e.to_json()["results"]["bindings"])
+
+        wait(lambda: readings_emitted() == [f"http://example.org/s{i}" for i in range(4)], what="the query's emissions")
+
+        def published() -> bool:
+            shown, served = listed_row(browser, "mqtt-out", "sink"), server.get("/sinks/mqtt-out").json()
+            return shown["published"] == str(served["published"]) == str(len(emitted))
+
+        wait(published, what="the sink's published count")
+        received = subscriber.take(len(emitted))
+        assert [json.loads(message.payload) for message in received] == [emission.to_json() for emission in emitted[:len(received)]]
+        row, served = listed_row(browser, "mqtt-out", "sink"), server.get("/sinks/mqtt-out").json()
+        assert (row["failed"], row["dropped"]) == (str(served["failed"]), str(served["dropped"])) == ("0", "0")
+        screenshot("console-connectors-mqtt")
+    finally:
+        subscriber.close()
+
+    # Both removed, each after its confirmation.
+    for name, role in (("mqtt-out", "sink"), ("mqtt-in", "source")):
+        alert = remove(browser, name, role)
+        assert f"Remove the {role} {name}?" in alert.text
+        alert.accept()
+        wait(lambda name=name, role=role: listed_row(browser, name, role) is None, what=f"the {role} to leave the list")
+        assert server.get(f"/{role}s/{name}").status == 404
+        wait(lambda name=name, role=role: f"removed the {role} {name}" in js(browser, "return document.getElementById('connectors-status').textContent"),
+             what="the removal said")
 
 
 def test_refused_declarations_show_the_servers_message(browser, server):
@@ -203,7 +290,7 @@ def test_refused_declarations_show_the_servers_message(browser, server):
     fill(browser, {"source-name": "odd", "source-kind": "websocket", "source-address": nowhere, "source-format": "turtle",
                    "source-time": "payload", "source-username": "", "source-password-env": "", "source-token-env": ""})
     submit(browser, "source-form")
-    wait(lambda: source_row(browser, "odd") is not None, what="the corrected source")
+    wait(lambda: listed_row(browser, "odd") is not None, what="the corrected source")
     assert js(browser, "return document.getElementById('source-error').hidden") is True
     assert js(browser, "return document.querySelectorAll('#source-form .invalid').length") == 0
 
@@ -226,7 +313,7 @@ def test_adding_and_removing_carry_the_token(browser, endpoint_factory):
     nowhere = Publisher().url  # never started
     fill(browser, {"source-name": "guarded", "source-kind": "websocket", "source-address": nowhere, "source-stream": "obs"})
     submit(browser, "source-form")
-    wait(lambda: source_row(browser, "guarded") is not None, what="the source added with the token")
+    wait(lambda: listed_row(browser, "guarded") is not None, what="the source added with the token")
     assert guarded.get("/sources/guarded").json()["spec"]["address"] == nowhere
 
     # A wrong token: the server's refusal is shown, nothing changes.
@@ -239,5 +326,5 @@ def test_adding_and_removing_carry_the_token(browser, endpoint_factory):
 
     js(browser, "sessionStorage.setItem('cqels-token', 's3cret')")
     remove(browser, "guarded").accept()
-    wait(lambda: source_row(browser, "guarded") is None, what="the source removed with the token")
+    wait(lambda: listed_row(browser, "guarded") is None, what="the source removed with the token")
     assert guarded.get("/sources/guarded").status == 404

@@ -352,13 +352,20 @@ def test_last_event_id_resumes_from_the_replay_buffer(server, engine, clock):
         by_param.close()
 
 
-def test_a_resume_older_than_the_buffer_says_what_is_lost(endpoint_factory):
+def ten_emissions_past_a_replay_buffer_of_three(endpoint_factory) -> tuple:
+    """A server whose query ``q`` emitted ten times, three of them still in its replay buffer: the
+    server, its engine, and the recompute oracle's emissions (``as_query(seen, "q")``: q's)."""
     server = endpoint_factory(cache_engine="local", replay_buffer=3)
     engine = endpoint(server.app).engine
     engine.register(WHERE_NAMED, name="q", r2s="RSTREAM")
     seen = oracle(engine, WHERE_NAMED, name="oracle", r2s="RSTREAM")
     for i in range(10):
         engine.push(RFID, detection(i), time=1000 + 500 * i)
+    return server, engine, seen
+
+
+def test_a_resume_older_than_the_buffer_says_what_is_lost(endpoint_factory):
+    server, engine, seen = ten_emissions_past_a_replay_buffer_of_three(endpoint_factory)
     expected = as_query(seen, "q")
     assert len(expected) == 10
     stream = Stream(server.base_url, "q", headers={"Last-Event-ID": "2"})
@@ -496,6 +503,32 @@ def _push_latencies(engine, count: int, times, payload: str) -> list[float]:
         latencies.append(time.perf_counter() - started)
         time.sleep(0.003)
     return latencies
+
+
+@pytest.mark.parametrize(("overflow", "kept"), [("drop-oldest", [3, 4]), ("drop-newest", [1, 2])])
+def test_a_subscriber_may_choose_to_lose_emissions_instead_of_its_stream(endpoint_factory, overflow, kept):
+    """?buffer=2&overflow=…: a client that does not read while four emissions come keeps two, the
+    policy's, and goes on (its events' ids show the gap); a bad value is a 400."""
+    from cqels_endpoint.http.results import open_results
+
+    server = endpoint_factory(cache_engine="local")
+    context = endpoint(server.app)
+    context.engine.register(WHERE_NAMED, name="q", r2s="RSTREAM")
+    opened = open_results(context, "q", "GET", None, None, f"buffer=2&overflow={overflow}".encode())
+    subscriber = opened.stream.subscriber
+    try:
+        for i in range(4):
+            context.engine.push(RFID, detection(i), time=1000 + 500 * i)
+        assert subscriber.dropped == 2
+        assert [subscriber.next(timeout=0).seq for _ in kept] == kept
+        assert subscriber.next(timeout=0) is None  # still subscribed: the next emission comes
+        context.engine.push(RFID, detection(4), time=3000)
+        assert subscriber.next(timeout=1).seq == 5
+    finally:
+        subscriber.close()
+    assert f'cqels_query_subscriber_dropped_emissions_total{{query="q",policy="{overflow}"}} 2' in server.get("/metrics").text
+    for bad in ("buffer=0", "buffer=x", f"buffer={server.config.subscriber_queue + 1}", "overflow=block"):
+        assert server.get("/queries/q/results?" + bad).status == 400, bad
 
 
 def test_a_stalled_subscriber_does_not_slow_ingestion_and_is_dropped(endpoint_factory, caplog):

@@ -30,6 +30,7 @@ from test_http_results import (
     metric,
     oracle,
     subscribers,
+    ten_emissions_past_a_replay_buffer_of_three,
     wait_until,
 )
 from test_http_results import clock as clock  # its fixtures: floorplan loaded, keep-alives every 0.5 s
@@ -236,12 +237,7 @@ def test_each_emission_is_the_json_of_its_sse_event(server, clock, text, r2s, pa
 
 
 def test_last_event_id_resumes_from_the_replay_buffer(endpoint_factory):
-    server = endpoint_factory(cache_engine="local", replay_buffer=3)
-    engine = endpoint(server.app).engine
-    engine.register(WHERE_NAMED, name="q", r2s="RSTREAM")
-    seen = oracle(engine, WHERE_NAMED, name="oracle", r2s="RSTREAM")
-    for i in range(10):
-        engine.push(RFID, detection(i), time=1000 + 500 * i)
+    server, engine, seen = ten_emissions_past_a_replay_buffer_of_three(endpoint_factory)
     expected = as_query(seen, "q")
     with open_socket(server, "/queries/q/ws", **{"last-event-id": "2"}) as lost, \
             open_socket(server, "/queries/q/ws", **{"last-event-id": "8"}) as kept:

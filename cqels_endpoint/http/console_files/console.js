@@ -682,10 +682,14 @@
   }
 
   function offerQueries() {
+    // Looked for again with the connectors (every 2 s), so that a query registered elsewhere
+    // meanwhile is offered; the list is rebuilt only when it changed, or an open list would close.
     return api("GET", "queries").then(function (r) { return r.json(); }).then(function (json) {
-      var names = json.queries.map(function (q) { return q.name; });
-      fillSelect($("sink-query"), names);
-      if (!names.length) $("sink-query").appendChild(el("option", { value: "", text: "(no query registered)" }));
+      var names = json.queries.map(function (q) { return q.name; }), select = $("sink-query");
+      var offered = Array.prototype.map.call(select.options, function (option) { return option.value; });
+      if (JSON.stringify(offered) === JSON.stringify(names.length ? names : [""])) return;
+      fillSelect(select, names);
+      if (!names.length) select.appendChild(el("option", { value: "", text: "(no query registered)" }));
     });
   }
 
@@ -895,7 +899,11 @@
     });
     setInterval(tickCharts, 1000);
     setInterval(function () { if (!$("view-continuous").hidden) refreshList(); }, 2000);
-    setInterval(function () { if (!$("view-connectors").hidden) refreshConnectors(); }, 2000);
+    setInterval(function () {
+      if ($("view-connectors").hidden) return;
+      refreshConnectors();
+      offerQueries().catch(function () { /* the next refresh tries again */ });
+    }, 2000);
     document.body.setAttribute("data-ready", "true");
   }
 

@@ -1,9 +1,12 @@
-"""A real ``mosquitto`` for the MQTT connector tests (``mqtt_broker``). When the broker or its
-clients are missing, ``.ci/install-mosquitto`` installs them (as root with apt-get); where that
-cannot be done the tests skip, saying so."""
+"""A real ``mosquitto`` for the tests of MQTT connectors (``mqtt_broker``): a pytest plugin
+(``pytest_plugins`` in tests/conftest.py), so that tests/connectors and the console's browser tests
+(tests/console) share the session's broker. When the broker or its clients are missing,
+``.ci/install-mosquitto`` installs them (as root with apt-get); where that cannot be done the tests
+skip, saying so (and fail under CI, which installs them)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 
@@ -17,6 +20,8 @@ def mosquitto() -> str:
     if mosquitto_executable() is None:
         subprocess.run([str(ROOT / ".ci" / "install-mosquitto")], check=False)
     executable = mosquitto_executable()
+    if executable is None and os.environ.get("CI") == "true":  # CI installs it (.ci/run): a skip would hide the tests
+        pytest.fail("mosquitto is not installed and .ci/install-mosquitto could not install it")
     if executable is None:
         pytest.skip("mosquitto is not installed and could not be: run .ci/install-mosquitto as root "
                     "(apt-get install mosquitto mosquitto-clients)")
