@@ -3,7 +3,8 @@ connector's own thread (``base``), so a message is delivered, and acknowledged, 
 
 **A source** subscribes to each of its topic filters at its ``qos``. A QoS 1 message is
 acknowledged (PUBACK) only once ``Source.deliver`` returned, the batch accepted or refused for
-good: a server that stops, or crashes, before that leaves the message with the broker, which sends
+good (the messages one socket read brings are delivered in turn, then their PUBACKs written in one
+go): a server that stops, or crashes, before that leaves the message with the broker, which sends
 it again when the source's persistent session (``clean_session`` false, the default) reconnects,
 so it is taken at least once. The subscriptions live in that session too: they are made on the
 first connection and again whenever the broker says it has no session for the client
@@ -101,23 +102,28 @@ class _Link:
 class _Client(mqtt.Client):
     """paho's client reading its socket a buffer at a time: paho reads each packet in three calls (its
     type, its length, the rest), each a system call; here one ``recv`` takes all the kernel holds
-    (``_READ_BYTES`` at most) and the calls are served from it (``buffered``: bytes are left)."""
+    (``_READ_BYTES`` at most) and the calls are served from it (``buffered``: bytes are left;
+    ``reads``: the ``recv`` calls made). It overrides paho's ``_sock_recv`` and ``_sock_send``, the
+    two calls through which paho reads and writes its socket (were they renamed, the client would
+    read and write unbuffered, as paho does)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._read = b""
         self._read_at = 0  # what paho has taken of ``_read``
         self._read_from = None  # the socket ``_read`` came from (a reconnection makes a new one)
+        self.reads = 0
         self._held: list[bytes] | None = None  # what paho wrote while ``holding``
 
     @property
     def buffered(self) -> bool:
-        return self._read_at < len(self._read) and self._read_from is self._sock
+        return self._read_at < len(self._read) and self._read_from is self.socket()
 
     def _sock_recv(self, bufsize: int) -> bytes:
         if not self.buffered:
-            self._read, self._read_at, self._read_from = b"", 0, self._sock
+            self._read, self._read_at, self._read_from = b"", 0, self.socket()
             self._read = super()._sock_recv(_READ_BYTES)  # raises BlockingIOError when there is nothing
+            self.reads += 1
         at = self._read_at
         data = self._read[at:at + bufsize]
         self._read_at = at + len(data)
@@ -134,11 +140,11 @@ class _Client(mqtt.Client):
             yield
         finally:
             data, self._held = memoryview(b"".join(self._held)), None
-            while data and self._sock is not None:
+            while data and self.socket() is not None:
                 try:
                     data = data[super()._sock_send(data):]
                 except BlockingIOError:  # the kernel's buffer is full: the broker is behind
-                    if not select.select([], [self._sock], [], timeout)[1]:
+                    if not select.select([], [self.socket()], [], timeout)[1]:
                         raise ConnectionLost(f"the broker took no data for {timeout:g} s") from None
                 except OSError:  # the connection is lost, as the next read says; paho too drops what it could not write then
                     return
@@ -277,8 +283,10 @@ class MqttSource(Source):
             self.connected()
             while not self.stopping.is_set():
                 rc = _loop(client, _POLL_S)
-                # Every message already read is taken before they are delivered: one select a batch, not a message.
-                while rc == MQTTErrorCode.MQTT_ERR_SUCCESS and client.buffered:
+                # The messages of that read are all taken before they are delivered: one select a
+                # batch, not a message; a batch ends with its read, so the messages waiting are bounded.
+                reads = client.reads
+                while rc == MQTTErrorCode.MQTT_ERR_SUCCESS and client.buffered and client.reads == reads:
                     rc = client.loop_read()
                 self._deliver_received(client, received, up=rc == MQTTErrorCode.MQTT_ERR_SUCCESS)
                 if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
