@@ -29,6 +29,7 @@ emission), every emission lost is counted.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -287,6 +288,8 @@ class Sink(Connector):
         self._registered: deque[Subscriber] = deque()
         self._registered_lock = threading.Lock()
         self._stop_listening = subscriptions.on_hub(self._on_registered)
+        with contextlib.suppress(UnknownQueryError):  # one registered already: followed from now, not from the thread's first look
+            self._on_registered(subscriptions.hub(spec.query))
         self.published = 0
         self.failed_publishes = 0
         self.restarts = 0  # subscriptions ended by a full buffer (overflow "disconnect")
@@ -312,10 +315,13 @@ class Sink(Connector):
             return None
 
     def _on_registered(self, hub: QueryHub) -> None:
-        if hub.name == self.spec.query and not self.stopping.is_set():
+        if hub.name != self.spec.query or self.stopping.is_set():
+            return
+        with self._registered_lock:
+            if any(made.hub is hub for made in self._registered):  # the registration came as the sink began
+                return
             subscriber, _, _ = hub.subscribe(None, capacity=self.spec.buffer, overflow=self.spec.overflow)
-            with self._registered_lock:
-                self._registered.append(subscriber)
+            self._registered.append(subscriber)
 
     def _attach(self) -> Subscriber | None:
         """The next subscription: one made at a registration, else one to the query registered now."""

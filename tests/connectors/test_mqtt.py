@@ -540,6 +540,22 @@ def test_a_sink_publishes_select_json(broker, qos):
     assert writer.failed_publishes == 0 and writer.status()["dropped"] == 0
 
 
+def test_a_sink_publishes_from_its_making_not_from_its_first_look(broker):
+    """Emissions of its query between the sink's making and its thread's first look (here: before it
+    starts, as a loaded machine may delay that look) are published once it is connected."""
+    topic = "results/from-making"
+    subscriber = broker.subscriber(topic)
+    with sink_engine(QUERY) as (engine, subscriptions, oracle):
+        writer = sink(subscriptions, "from-making", broker, topic)
+        for i in range(3):
+            engine.push(STREAM, ntriples(event(i)), time=START_MS + i)
+        with running(writer):
+            received = subscriber.take(3)
+    subscriber.close()
+    assert len(oracle) == 3
+    assert [json.loads(m.payload) for m in received] == [emission.to_json() for emission in oracle]
+
+
 def test_a_sink_publishes_a_burst(broker):
     # More emissions than may be in flight (MAX_IN_FLIGHT): the rest wait in the buffer, none lost.
     topic = "results/burst"
