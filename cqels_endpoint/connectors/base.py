@@ -200,7 +200,13 @@ class Source(Connector):
     def deliver(self, payload: bytes, origin: str) -> bool:
         """Reads ``payload`` (from ``origin``: a topic, an address) and pushes its events; True when
         accepted, False when refused and counted (module docstring)."""
-        self.received += 1
+        try:
+            return self._deliver(payload, origin)
+        finally:
+            # Counted last: a listing that shows a message received shows what became of it.
+            self.received += 1
+
+    def _deliver(self, payload: bytes, origin: str) -> bool:
         try:
             batch = self._batch(payload)
         except MalformedBatch as error:
