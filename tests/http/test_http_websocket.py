@@ -426,7 +426,8 @@ def test_a_disconnect_consumer_stuck_in_a_write_is_cut_off(endpoint_factory):
 
 
 def test_stopping_the_server_closes_the_sockets_with_1001(tmp_path):
-    with serving("--data-dir", str(tmp_path / "data")) as server:
+    # The local cache engine: no Spark session starting in the background while the server stops.
+    with serving("--data-dir", str(tmp_path / "data"), "--cache-engine", "local") as server:
         status, body = server.request("PUT", "/queries/q", b"SELECT ?s WHERE { STREAM <urn:cqels:stream:s> [NOW] { ?s ?p ?o } }",
                                       {"Content-Type": "application/sparql-query"})
         assert status == 201, body
