@@ -9,9 +9,10 @@ keeps the state every listing shows:
 
 - ``connecting``: the first attempt; ``connected``; ``retrying`` (``reason``: the last failure,
   ``retry_in_s``); ``failed`` (past ``Retry.attempts``, or a declaration that cannot work:
-  ``reason``); ``stopped``. A sink whose query is not registered is ``waiting``; it is
-  subscribed at each registration of the query, before its first event, so it publishes every
-  emission of each registration, however soon it comes and goes.
+  ``reason``); ``stopped``. A sink whose query is not registered is ``waiting``. A sink is
+  subscribed when it is made (to a query registered already) and at each registration of the
+  query, before its first event, so it publishes every emission from then on, however soon a
+  registration comes and goes and whenever its thread looks.
 
 **Delivering a message** (``Source.deliver``): the payload is read in the source's syntax
 (``events``), each event's time taken as the spec's ``time`` says, and the batch pushed whole onto
