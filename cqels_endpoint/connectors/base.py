@@ -37,7 +37,6 @@ import random
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
 
 import pyoxigraph as ox
 
@@ -386,6 +385,3 @@ class Sink(Connector):
             "buffered": 0 if subscriber is None else subscriber.queued,
             "restarts": self.restarts,
         }
-
-
-Factory = Callable[..., Connector]

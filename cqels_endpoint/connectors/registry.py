@@ -30,6 +30,7 @@ from cqels_endpoint.connectors.specs import (
 from cqels_endpoint.connectors.subscriptions import Subscriptions
 from cqels_endpoint.engine import Engine
 from cqels_endpoint.engine.durable import write_durably
+from cqels_endpoint.runtime.streams import is_short_stream_name
 
 log = logging.getLogger("cqels_endpoint.connectors")
 
@@ -132,7 +133,7 @@ class Connectors:
 
     def stream_iri(self, name: str) -> str:
         """The stream a source's ``stream`` names: an absolute IRI, or a short name after the base."""
-        value = name if ":" in name.split("/", 1)[0] else self.stream_base + name
+        value = self.stream_base + name if is_short_stream_name(name) else name
         try:
             return ox.NamedNode(value).value
         except ValueError:

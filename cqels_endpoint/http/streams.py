@@ -68,6 +68,7 @@ from cqels_endpoint.runtime.streams import (
     RATE_WINDOW_MS,
     FutureEventError,
     UnknownStreamError,
+    is_short_stream_name,
     parse_timestamp,
 )
 from static_store.formats import essence
@@ -87,9 +88,6 @@ def _time_settings(state) -> None:
     context.engine.streams.max_future_ms = config.max_future_ms or None
     if not config.memory:
         context.engine.keep_clocks(config.data_dir)
-
-ACCEPTED_BODIES = EVENT_MEDIA_TYPES
-
 
 @dataclass(frozen=True)
 class PushRequest:
@@ -172,7 +170,7 @@ def stream_iri(name: str, base: str) -> str:
     >>> stream_iri("http://deri.org/streams/rfid", "urn:s:"), stream_iri("rfid", "urn:s:")
     ('http://deri.org/streams/rfid', 'urn:s:rfid')
     """
-    if ":" in name.split("/", 1)[0]:
+    if not is_short_stream_name(name):
         return iri(name, "the stream name")
     return iri(base + name, f"the stream base + short name {name!r}")
 
@@ -184,8 +182,8 @@ def _reader(content_type: str | None) -> Reader:
     """How to read a body of ``content_type``; 415 for a type that cannot carry events."""
     read = reader(content_type or "")
     if read is None:
-        raise HttpError(415, unsupported_message(content_type, ACCEPTED_BODIES))
-    check_charset(content_type, list(ACCEPTED_BODIES))
+        raise HttpError(415, unsupported_message(content_type, EVENT_MEDIA_TYPES))
+    check_charset(content_type, list(EVENT_MEDIA_TYPES))
     return read
 
 

@@ -415,6 +415,16 @@ class Streams:
 # --------------------------------------------------------------------------- input conversion
 
 
+def is_short_stream_name(name: str) -> bool:
+    """Whether a stream named ``name`` (in a push path, a source's declaration) is a short name the
+    server's stream base goes before, not an absolute IRI (no scheme before its first ``/``).
+
+    >>> is_short_stream_name("rfid"), is_short_stream_name("http://deri.org/streams/rfid")
+    (True, False)
+    """
+    return ":" not in name.split("/", 1)[0]
+
+
 def to_millis(time: object) -> int:
     """A timestamp as integer milliseconds since the epoch.
 
